@@ -1,0 +1,270 @@
+//! The formats arrowsmith knows, their names on the command line, and how a path's format is
+//! recognised: magic bytes first, then directory structure, then the file name's extension.
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorClass, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// h2oai/datatable's `.jay`.
+    Jay,
+    /// HP Labs' DataSeries DSv1 `.ds`.
+    DataSeries,
+    /// A Filo set: a `NAME.filo/` directory of Filo vectors.
+    Filo,
+    /// One bare Filo vector; its element type comes from `--filo-type`.
+    FiloVector,
+    /// torao/anthidium's vector-space data file `.vs`.
+    Vs,
+    /// A bcolz 1.x carray or ctable directory.
+    Bcolz,
+    /// Apache Parquet.
+    Parquet,
+    /// Arrow IPC file (Feather v2).
+    Arrow,
+    /// Arrow IPC stream.
+    ArrowStream,
+    Csv,
+    /// Newline-delimited JSON.
+    Ndjson,
+}
+
+impl Format {
+    pub const ALL: [Format; 11] = [
+        Format::Jay,
+        Format::DataSeries,
+        Format::Filo,
+        Format::FiloVector,
+        Format::Vs,
+        Format::Bcolz,
+        Format::Parquet,
+        Format::Arrow,
+        Format::ArrowStream,
+        Format::Csv,
+        Format::Ndjson,
+    ];
+
+    /// The name used on the command line (`--from`, `--to`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jay => "jay",
+            Format::DataSeries => "dataseries",
+            Format::Filo => "filo",
+            Format::FiloVector => "filo-vector",
+            Format::Vs => "vs",
+            Format::Bcolz => "bcolz",
+            Format::Parquet => "parquet",
+            Format::Arrow => "arrow",
+            Format::ArrowStream => "arrows",
+            Format::Csv => "csv",
+            Format::Ndjson => "ndjson",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::Jay => "h2oai/datatable Jay file",
+            Format::DataSeries => "HP Labs DataSeries DSv1 file",
+            Format::Filo => "Filo set directory (one Filo vector per column chunk)",
+            Format::FiloVector => "one Filo binary vector (needs --filo-type)",
+            Format::Vs => "anthidium vector-space data file",
+            Format::Bcolz => "bcolz 1.x carray/ctable directory",
+            Format::Parquet => "Apache Parquet",
+            Format::Arrow => "Arrow IPC file (Feather v2)",
+            Format::ArrowStream => "Arrow IPC stream",
+            Format::Csv => "CSV with a header row",
+            Format::Ndjson => "newline-delimited JSON",
+        }
+    }
+
+    /// File name extensions, without the dot; the first is the one to write.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Jay => &["jay"],
+            Format::DataSeries => &["ds"],
+            Format::Filo => &["filo"],
+            Format::FiloVector => &[],
+            Format::Vs => &["vs"],
+            Format::Bcolz => &["bcolz"],
+            Format::Parquet => &["parquet"],
+            Format::Arrow => &["arrow", "feather", "ipc"],
+            Format::ArrowStream => &["arrows"],
+            Format::Csv => &["csv"],
+            Format::Ndjson => &["ndjson", "jsonl"],
+        }
+    }
+
+    /// Whether the format is stored as a directory rather than a single file.
+    pub fn is_directory(self) -> bool {
+        matches!(self, Format::Filo | Format::Bcolz)
+    }
+
+    /// Whether this build reads and writes the format. Formats still to come say so.
+    pub fn is_implemented(self) -> bool {
+        matches!(
+            self,
+            Format::Jay
+                | Format::Parquet
+                | Format::Arrow
+                | Format::ArrowStream
+                | Format::Csv
+                | Format::Ndjson
+        )
+    }
+
+    pub(crate) fn ensure_implemented(self) -> Result<()> {
+        if self.is_implemented() {
+            Ok(())
+        } else {
+            Err(Error::unsupported(format!(
+                "the {} format ({}) is not implemented in this version of arrowsmith yet",
+                self.name(),
+                self.description()
+            )))
+        }
+    }
+
+    /// The format a file name's extension stands for, if any.
+    pub fn from_extension(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.extensions().contains(&ext.as_str()))
+    }
+
+    /// Recognises an existing input: magic bytes, then directory structure, then extension.
+    pub fn detect(path: &Path) -> Result<Format> {
+        let metadata = std::fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;
+        let detected = if metadata.is_dir() {
+            detect_directory(path)
+        } else {
+            let mut head = [0u8; 8];
+            let n = read_prefix(path, &mut head).map_err(|e| Error::from(e).with_file(path))?;
+            detect_magic(&head[..n])
+        };
+        detected
+            .or_else(|| Format::from_extension(path))
+            .ok_or_else(|| {
+                Error::invalid_argument(
+                    "cannot tell the format from the content or the extension; name it with --from",
+                )
+                .with_file(path)
+            })
+    }
+
+    /// The format of an output path: by extension only, since the file does not exist yet.
+    pub fn for_output(path: &Path) -> Result<Format> {
+        Format::from_extension(path).ok_or_else(|| {
+            Error::invalid_argument(
+                "cannot tell the output format from the extension; name it with --to",
+            )
+            .with_file(path)
+        })
+    }
+}
+
+fn read_prefix(path: &Path, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut file = std::fs::File::open(path)?;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+/// The format whose magic bytes start `head` (up to 8 bytes of the file).
+pub fn detect_magic(head: &[u8]) -> Option<Format> {
+    if head.len() >= 4 && &head[..3] == b"JAY" && head[3].is_ascii_digit() {
+        return Some(Format::Jay);
+    }
+    if head.starts_with(b"PAR1") {
+        return Some(Format::Parquet);
+    }
+    if head.starts_with(b"ARROW1") {
+        return Some(Format::Arrow);
+    }
+    if head.starts_with(&[0xFF, 0xFF, 0xFF, 0xFF]) {
+        return Some(Format::ArrowStream);
+    }
+    if head.starts_with(b"DSv1") {
+        return Some(Format::DataSeries);
+    }
+    if head.len() >= 4 && head.starts_with(b"VS") && head[2..4] == [0, 0] {
+        return Some(Format::Vs);
+    }
+    None
+}
+
+fn detect_directory(path: &Path) -> Option<Format> {
+    if path.join("__rootdirs__").is_file() || path.join("meta").join("sizes").is_file() {
+        return Some(Format::Bcolz);
+    }
+    if path.join("schema.json").is_file() {
+        return Some(Format::Filo);
+    }
+    None
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let lower = s.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == lower || f.extensions().contains(&lower.as_str()))
+            .ok_or_else(|| {
+                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+                Error::new(
+                    ErrorClass::InvalidArgument,
+                    format!("unknown format {s:?}; known formats: {}", names.join(", ")),
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_bytes_win_over_extension() {
+        assert_eq!(detect_magic(b"JAY1\0\0\0\0"), Some(Format::Jay));
+        assert_eq!(detect_magic(b"PAR1"), Some(Format::Parquet));
+        assert_eq!(detect_magic(b"ARROW1\0\0"), Some(Format::Arrow));
+        assert_eq!(
+            detect_magic(&[0xFF, 0xFF, 0xFF, 0xFF, 8, 0, 0, 0]),
+            Some(Format::ArrowStream)
+        );
+        assert_eq!(detect_magic(b"DSv1xV4\x12"), Some(Format::DataSeries));
+        assert_eq!(detect_magic(b"VS\0\0$"), Some(Format::Vs));
+        assert_eq!(detect_magic(b"JAYX"), None);
+        assert_eq!(detect_magic(b"a,b\n1,2"), None);
+    }
+
+    #[test]
+    fn names_and_extensions_round_trip() {
+        for format in Format::ALL {
+            assert_eq!(format.name().parse::<Format>().unwrap(), format);
+        }
+        assert_eq!("feather".parse::<Format>().unwrap(), Format::Arrow);
+        assert_eq!(
+            Format::from_extension(Path::new("x.JSONL")),
+            Some(Format::Ndjson)
+        );
+        assert!("xls".parse::<Format>().is_err());
+    }
+}

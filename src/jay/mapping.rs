@@ -1,0 +1,252 @@
+//! Jay ↔ Arrow type mapping (`docs/jay.md` has the tables).
+//!
+//! Reading is total: every Jay type has one Arrow type. Writing maps each supported Arrow type
+//! to the Jay type that holds it without loss where one exists (unsigned integers widen,
+//! `Date64` and timestamps convert to days and nanoseconds).
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, TimeUnit};
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// Schema metadata key holding the number of key columns of a keyed frame.
+pub const NKEYS_METADATA_KEY: &str = "jay.nkeys";
+
+/// A Jay column type: one of datatable's fourteen storage types, arrays with their element.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum JayType {
+    Bool8,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Float32,
+    Float64,
+    Str32,
+    Str64,
+    Date32,
+    Time64,
+    Void0,
+    Arr32(Box<JayType>),
+    Arr64(Box<JayType>),
+}
+
+/// The type codes of datatable's `SType` enum, as stored in the file.
+pub mod code {
+    pub const BOOL8: u8 = 0;
+    pub const INT8: u8 = 1;
+    pub const INT16: u8 = 2;
+    pub const INT32: u8 = 3;
+    pub const INT64: u8 = 4;
+    pub const FLOAT32: u8 = 5;
+    pub const FLOAT64: u8 = 6;
+    pub const STR32: u8 = 7;
+    pub const STR64: u8 = 8;
+    pub const DATE32: u8 = 9;
+    pub const TIME64: u8 = 10;
+    pub const VOID0: u8 = 11;
+    pub const ARR32: u8 = 12;
+    pub const ARR64: u8 = 13;
+}
+
+impl JayType {
+    /// The non-array type of a code, `None` for arrays and unknown codes.
+    pub fn scalar_from_code(c: u8) -> Option<JayType> {
+        Some(match c {
+            code::BOOL8 => JayType::Bool8,
+            code::INT8 => JayType::Int8,
+            code::INT16 => JayType::Int16,
+            code::INT32 => JayType::Int32,
+            code::INT64 => JayType::Int64,
+            code::FLOAT32 => JayType::Float32,
+            code::FLOAT64 => JayType::Float64,
+            code::STR32 => JayType::Str32,
+            code::STR64 => JayType::Str64,
+            code::DATE32 => JayType::Date32,
+            code::TIME64 => JayType::Time64,
+            code::VOID0 => JayType::Void0,
+            _ => return None,
+        })
+    }
+
+    pub fn code(&self) -> u8 {
+        match self {
+            JayType::Bool8 => code::BOOL8,
+            JayType::Int8 => code::INT8,
+            JayType::Int16 => code::INT16,
+            JayType::Int32 => code::INT32,
+            JayType::Int64 => code::INT64,
+            JayType::Float32 => code::FLOAT32,
+            JayType::Float64 => code::FLOAT64,
+            JayType::Str32 => code::STR32,
+            JayType::Str64 => code::STR64,
+            JayType::Date32 => code::DATE32,
+            JayType::Time64 => code::TIME64,
+            JayType::Void0 => code::VOID0,
+            JayType::Arr32(_) => code::ARR32,
+            JayType::Arr64(_) => code::ARR64,
+        }
+    }
+
+    /// Bytes per row of a fixed-width type.
+    pub fn element_size(&self) -> Option<usize> {
+        match self {
+            JayType::Bool8 | JayType::Int8 => Some(1),
+            JayType::Int16 => Some(2),
+            JayType::Int32 | JayType::Float32 | JayType::Date32 => Some(4),
+            JayType::Int64 | JayType::Float64 | JayType::Time64 => Some(8),
+            _ => None,
+        }
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self, JayType::Str32 | JayType::Str64)
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, JayType::Arr32(_) | JayType::Arr64(_))
+    }
+
+    /// The Arrow type a column of this Jay type reads as.
+    pub fn arrow_type(&self) -> DataType {
+        match self {
+            JayType::Bool8 => DataType::Boolean,
+            JayType::Int8 => DataType::Int8,
+            JayType::Int16 => DataType::Int16,
+            JayType::Int32 => DataType::Int32,
+            JayType::Int64 => DataType::Int64,
+            JayType::Float32 => DataType::Float32,
+            JayType::Float64 => DataType::Float64,
+            JayType::Str32 => DataType::Utf8,
+            JayType::Str64 => DataType::LargeUtf8,
+            JayType::Date32 => DataType::Date32,
+            JayType::Time64 => DataType::Timestamp(TimeUnit::Nanosecond, None),
+            JayType::Void0 => DataType::Null,
+            JayType::Arr32(element) => DataType::List(list_item(element)),
+            JayType::Arr64(element) => DataType::LargeList(list_item(element)),
+        }
+    }
+}
+
+fn list_item(element: &JayType) -> Arc<Field> {
+    Arc::new(Field::new("item", element.arrow_type(), true))
+}
+
+impl fmt::Display for JayType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JayType::Arr32(e) => write!(f, "Arr32({e})"),
+            JayType::Arr64(e) => write!(f, "Arr64({e})"),
+            other => fmt::Debug::fmt(other, f),
+        }
+    }
+}
+
+/// How an Arrow column is stored in Jay: the Jay type and the conversion on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteMapping {
+    /// Stored as it is (Boolean, signed integers, Float32/64, Date32, Null).
+    Direct(JayType),
+    /// An unsigned integer widened to the next signed type (UInt64 must fit Int64).
+    Widen(JayType),
+    /// Float16 widened exactly to Float32.
+    HalfToFloat32,
+    /// Date64 milliseconds to whole days.
+    Date64ToDate32,
+    /// A timestamp scaled to nanoseconds; the time zone, if any, is dropped.
+    TimestampToTime64 { unit: TimeUnit, tz: Option<String> },
+    /// Text (Utf8, Utf8View or a dictionary of text); `large` forces Str64.
+    Text { large: bool },
+    /// A list of elements mapped by the same rules; `large` is Arr64.
+    List {
+        large: bool,
+        element: Box<WriteMapping>,
+    },
+}
+
+impl WriteMapping {
+    /// The mapping of an Arrow type, or an `unsupported_type` error naming it.
+    pub fn for_arrow(data_type: &DataType) -> Result<WriteMapping> {
+        use DataType::*;
+        Ok(match data_type {
+            Boolean => WriteMapping::Direct(JayType::Bool8),
+            Int8 => WriteMapping::Direct(JayType::Int8),
+            Int16 => WriteMapping::Direct(JayType::Int16),
+            Int32 => WriteMapping::Direct(JayType::Int32),
+            Int64 => WriteMapping::Direct(JayType::Int64),
+            UInt8 => WriteMapping::Widen(JayType::Int16),
+            UInt16 => WriteMapping::Widen(JayType::Int32),
+            UInt32 | UInt64 => WriteMapping::Widen(JayType::Int64),
+            Float16 => WriteMapping::HalfToFloat32,
+            Float32 => WriteMapping::Direct(JayType::Float32),
+            Float64 => WriteMapping::Direct(JayType::Float64),
+            Date32 => WriteMapping::Direct(JayType::Date32),
+            Date64 => WriteMapping::Date64ToDate32,
+            Timestamp(unit, tz) => WriteMapping::TimestampToTime64 {
+                unit: *unit,
+                tz: tz.as_ref().map(|t| t.to_string()),
+            },
+            Null => WriteMapping::Direct(JayType::Void0),
+            Utf8 | Utf8View => WriteMapping::Text { large: false },
+            LargeUtf8 => WriteMapping::Text { large: true },
+            Dictionary(_, value) => match value.as_ref() {
+                Utf8 | Utf8View => WriteMapping::Text { large: false },
+                LargeUtf8 => WriteMapping::Text { large: true },
+                _ => return Err(unsupported(data_type)),
+            },
+            List(item) => WriteMapping::List {
+                large: false,
+                element: Box::new(WriteMapping::for_arrow(item.data_type())?),
+            },
+            LargeList(item) => WriteMapping::List {
+                large: true,
+                element: Box::new(WriteMapping::for_arrow(item.data_type())?),
+            },
+            _ => return Err(unsupported(data_type)),
+        })
+    }
+}
+
+fn unsupported(data_type: &DataType) -> Error {
+    Error::new(
+        ErrorClass::UnsupportedType,
+        format!("Arrow type {data_type} has no Jay equivalent"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_reads_as_its_arrow_type() {
+        for c in 0..=11u8 {
+            let t = JayType::scalar_from_code(c).unwrap();
+            assert_eq!(t.code(), c);
+        }
+        assert_eq!(JayType::scalar_from_code(12), None);
+        assert_eq!(JayType::scalar_from_code(14), None);
+        assert_eq!(
+            JayType::Arr64(Box::new(JayType::Str32)).arrow_type(),
+            DataType::LargeList(Arc::new(Field::new("item", DataType::Utf8, true)))
+        );
+        assert_eq!(
+            JayType::Arr32(Box::new(JayType::Arr32(Box::new(JayType::Int32)))).to_string(),
+            "Arr32(Arr32(Int32))"
+        );
+    }
+
+    #[test]
+    fn unmappable_arrow_types_are_named() {
+        let err = WriteMapping::for_arrow(&DataType::Binary).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::UnsupportedType);
+        assert!(err.to_string().contains("Binary"));
+        assert!(WriteMapping::for_arrow(&DataType::Dictionary(
+            Box::new(DataType::Int8),
+            Box::new(DataType::Int32)
+        ))
+        .is_err());
+    }
+}

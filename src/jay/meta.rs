@@ -1,0 +1,700 @@
+//! The envelope and the FlatBuffers meta record of a Jay file: parsed, verified and checked
+//! against the file before any column data is touched (spec B1, steps 1–3.6). What needs a scan
+//! of the data (offsets that decrease, UTF-8, Bool8 bytes) is checked while decoding.
+
+use serde::Serialize;
+
+use super::jay_generated::jay as fb;
+use super::mapping::{code, JayType};
+use crate::error::{Error, ErrorClass, Result};
+
+/// Bytes of the header (`JAY1 00 00 00 00`); buffer offsets count from here.
+pub(crate) const HEADER_LEN: u64 = 8;
+/// Bytes after the meta: `meta_size` and the trailer.
+pub(crate) const FOOTER_LEN: u64 = 16;
+pub(crate) const HEADER: &[u8; 8] = b"JAY1\0\0\0\0";
+pub(crate) const TRAILER: &[u8; 8] = b"\0\0\0\01JAY";
+
+/// One buffer of a column: a byte range of the data section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BufferRange {
+    /// Offset from the start of the data section (file byte 8), as stored.
+    pub offset: u64,
+    /// Exact length in bytes, without padding.
+    pub length: u64,
+}
+
+impl BufferRange {
+    /// The buffer's first byte, counted from the start of the file.
+    pub fn file_offset(&self) -> u64 {
+        HEADER_LEN + self.offset
+    }
+    pub(crate) fn start(&self) -> usize {
+        self.file_offset() as usize
+    }
+    pub(crate) fn end(&self) -> usize {
+        (self.file_offset() + self.length) as usize
+    }
+}
+
+/// The two ways a Jay column can be described (spec A1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// `stype` + inline `data`/`strdata` buffers: datatable 0.7 – 1.0, and 1.1 for void columns.
+    Old,
+    /// `type` + `nrows` + `buffers` (+ `children`): datatable 1.1.
+    New,
+}
+
+/// The minimum and maximum datatable stored for a column (raw, so an all-NA column shows the
+/// sentinel or NaN).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Stats {
+    Int { min: i64, max: i64 },
+    Float { min: f64, max: f64 },
+}
+
+/// A verified column description.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnInfo {
+    /// Absent only in array children.
+    pub name: Option<String>,
+    #[serde(serialize_with = "serialize_display")]
+    pub jay_type: JayType,
+    pub layout: Layout,
+    pub nrows: u64,
+    /// As stored; informational (nulls come from the data).
+    pub nullcount: u64,
+    pub stats: Option<Stats>,
+    /// A non-empty Arrow-style validity bitmap (new layout only).
+    pub validity: Option<BufferRange>,
+    /// Values, or the offsets of strings and arrays.
+    pub data: Option<BufferRange>,
+    /// String bytes.
+    pub strdata: Option<BufferRange>,
+    /// Bytes per string or array offset (4 or 8); 0 for other types.
+    pub offset_width: u8,
+    /// Bool8 stored one bit per row, as datatable copies it from Arrow.
+    pub bool_packed: bool,
+    /// The element column of an array.
+    pub child: Option<Box<ColumnInfo>>,
+}
+
+fn serialize_display<S: serde::Serializer>(t: &JayType, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(t)
+}
+
+/// A verified Jay file description: everything but the column data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameInfo {
+    pub nrows: u64,
+    /// `Frame.ncols` as stored (ignored: the `columns` vector counts).
+    pub ncols_stored: u64,
+    pub nkeys: usize,
+    pub columns: Vec<ColumnInfo>,
+    pub file_size: u64,
+    /// Length of the data section.
+    pub data_size: u64,
+    pub meta_size: u64,
+    /// The file ends in the 2018 trailer `00 00 00 00 "JAY1"`.
+    pub legacy_trailer: bool,
+}
+
+fn err(class: ErrorClass, message: impl Into<String>) -> Error {
+    Error::new(class, message)
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Parses and verifies the whole description of a Jay file held in `bytes`.
+pub(crate) fn parse(bytes: &[u8]) -> Result<FrameInfo> {
+    let size = bytes.len() as u64;
+    if size < 24 {
+        return Err(err(
+            ErrorClass::TooSmall,
+            format!("the file is {size} bytes; a Jay file has at least 24"),
+        ));
+    }
+    if &bytes[..3] != b"JAY" {
+        return Err(err(
+            ErrorClass::BadSignature,
+            format!("the first bytes are {:?}, not \"JAY\"", show(&bytes[..4])),
+        )
+        .at_offset(0));
+    }
+    let tail = &bytes[bytes.len() - 4..];
+    let legacy_trailer = tail == b"JAY1";
+    if &tail[1..] != b"JAY" && !legacy_trailer {
+        return Err(err(
+            ErrorClass::BadSignature,
+            format!(
+                "the file ends in {:?}, not \"1JAY\": it is truncated or not a Jay file",
+                show(tail)
+            ),
+        )
+        .at_offset(size - 4));
+    }
+    if &bytes[..8] != HEADER {
+        return Err(err(
+            ErrorClass::UnsupportedVersion,
+            format!(
+                "the header is {:?}; only \"JAY1\" followed by four zero bytes is defined",
+                show(&bytes[..8])
+            ),
+        )
+        .at_offset(0));
+    }
+    if size % 8 != 0 {
+        return Err(err(
+            ErrorClass::BadEnvelope,
+            format!("the file size {size} is not a multiple of 8"),
+        ));
+    }
+    let meta_size = read_u64(bytes, bytes.len() - 16);
+    if meta_size > size - 24 {
+        return Err(err(
+            ErrorClass::BadEnvelope,
+            format!("meta_size is {meta_size} but the file has only {size} bytes"),
+        )
+        .with_field("meta_size")
+        .at_offset(size - 16));
+    }
+    if meta_size % 8 != 0 {
+        return Err(err(
+            ErrorClass::BadEnvelope,
+            format!("meta_size {meta_size} is not a multiple of 8"),
+        )
+        .with_field("meta_size")
+        .at_offset(size - 16));
+    }
+    let meta_start = size - FOOTER_LEN - meta_size;
+    let data_size = meta_start - HEADER_LEN;
+    let meta = &bytes[meta_start as usize..(meta_start + meta_size) as usize];
+
+    let options = flatbuffers::VerifierOptions {
+        max_depth: 64,
+        max_tables: meta.len() / 4 + 1,
+        max_apparent_size: usize::MAX / 2,
+        ignore_missing_null_terminator: false,
+    };
+    let frame = fb::root_as_frame_with_opts(&options, meta).map_err(|e| {
+        let class = match e {
+            flatbuffers::InvalidFlatbuffer::Utf8Error { .. } => ErrorClass::InvalidUtf8,
+            _ => ErrorClass::BadMeta,
+        };
+        err(
+            class,
+            format!("the meta record is not a valid Jay Frame: {e}"),
+        )
+        .at_offset(meta_start)
+    })?;
+
+    let ctx = MetaContext {
+        meta,
+        meta_start,
+        data_size,
+        file: bytes,
+    };
+
+    let columns = frame.columns().ok_or_else(|| {
+        err(ErrorClass::MissingField, "the Frame has no columns vector").with_field("Frame.columns")
+    })?;
+    for (i, col) in columns.iter().enumerate() {
+        if col.name().is_none() {
+            return Err(err(ErrorClass::MissingField, "the column has no name")
+                .with_column(i, None)
+                .with_field("Column.name"));
+        }
+    }
+    let nkeys = frame.nkeys();
+    if nkeys < 0 || nkeys as usize > columns.len() {
+        return Err(err(
+            ErrorClass::BadKeys,
+            format!(
+                "nkeys = {nkeys} but the frame has {} columns",
+                columns.len()
+            ),
+        )
+        .with_field("Frame.nkeys"));
+    }
+
+    let nrows = frame.nrows();
+    let mut infos = Vec::with_capacity(columns.len());
+    for (i, col) in columns.iter().enumerate() {
+        let info = ctx
+            .column(col, Rows::Frame(nrows), 0)
+            .map_err(|e| e.with_column(i, col.name()))?;
+        infos.push(info);
+    }
+    Ok(FrameInfo {
+        nrows,
+        ncols_stored: frame.ncols(),
+        nkeys: nkeys as usize,
+        columns: infos,
+        file_size: size,
+        data_size,
+        meta_size,
+        legacy_trailer,
+    })
+}
+
+fn show(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| b as char).collect()
+}
+
+/// Where a column's row count comes from.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// A top-level column: `Frame.nrows`.
+    Frame(u64),
+    /// An array child: the parent's last offset.
+    Child(u64),
+}
+
+struct MetaContext<'a> {
+    meta: &'a [u8],
+    meta_start: u64,
+    data_size: u64,
+    file: &'a [u8],
+}
+
+impl MetaContext<'_> {
+    fn column(&self, col: fb::Column<'_>, rows: Rows, depth: usize) -> Result<ColumnInfo> {
+        let is_child = matches!(rows, Rows::Child(_));
+        let layout = if col.type_().is_some() {
+            Layout::New
+        } else {
+            Layout::Old
+        };
+
+        // 1. The type.
+        let jay_type = match col.type_() {
+            Some(t) => self.type_of(t, depth)?,
+            None => {
+                let c = col.stype().0;
+                match JayType::scalar_from_code(c) {
+                    Some(t) => t,
+                    None if c == code::ARR32 || c == code::ARR64 => {
+                        return Err(err(
+                            ErrorClass::MissingField,
+                            "an array column in the old layout (arrays need the new layout's type, buffers and children)",
+                        )
+                        .with_field("Column.type"))
+                    }
+                    None => return Err(unknown_type(c).with_field("Column.stype")),
+                }
+            }
+        };
+        if is_child && layout == Layout::Old && jay_type != JayType::Void0 {
+            return Err(err(
+                ErrorClass::MissingField,
+                format!("an array child of type {jay_type} in the old layout; only void children may be"),
+            )
+            .with_field("Column.type"));
+        }
+
+        // 2. The row count.
+        let nrows = match (layout, rows) {
+            (Layout::Old, Rows::Frame(n)) | (Layout::Old, Rows::Child(n)) => n,
+            (Layout::New, Rows::Frame(n)) => {
+                if col.nrows() != n {
+                    return Err(err(
+                        ErrorClass::RowCountMismatch,
+                        format!("the column has {} rows but the frame has {n}", col.nrows()),
+                    )
+                    .with_field("Column.nrows"));
+                }
+                n
+            }
+            (Layout::New, Rows::Child(_)) => col.nrows(),
+        };
+
+        // 3. The buffers the type needs.
+        let needed = match &jay_type {
+            JayType::Void0 => 0,
+            t if t.is_string() => 3,
+            _ => 2,
+        };
+        let (validity, data, strdata) = match layout {
+            Layout::Old => {
+                let data = match col.data() {
+                    Some(b) => Some(range(b)),
+                    None if needed == 0 => None,
+                    None => {
+                        return Err(
+                            err(ErrorClass::MissingField, "the column has no data buffer")
+                                .with_field("Column.data"),
+                        )
+                    }
+                };
+                let strdata = match col.strdata() {
+                    Some(b) if needed == 3 => Some(range(b)),
+                    None if needed == 3 => {
+                        return Err(err(
+                            ErrorClass::MissingField,
+                            "the string column has no strdata buffer",
+                        )
+                        .with_field("Column.strdata"))
+                    }
+                    _ => None,
+                };
+                (None, data, strdata)
+            }
+            Layout::New => {
+                let buffers: Vec<BufferRange> = match col.buffers() {
+                    Some(v) => v.iter().map(range).collect(),
+                    None if needed == 0 => Vec::new(),
+                    None => {
+                        return Err(err(ErrorClass::MissingField, "the column has no buffers")
+                            .with_field("Column.buffers"))
+                    }
+                };
+                if buffers.len() < needed {
+                    return Err(err(
+                        ErrorClass::MissingField,
+                        format!(
+                            "a {jay_type} column needs {needed} buffers but has {}",
+                            buffers.len()
+                        ),
+                    )
+                    .with_field("Column.buffers"));
+                }
+                let validity = buffers.first().copied().filter(|b| b.length > 0);
+                (
+                    validity,
+                    buffers.get(1).copied(),
+                    buffers.get(2).copied().filter(|_| needed == 3),
+                )
+            }
+        };
+
+        // 4. Every non-empty buffer inside the data section, 8-aligned.
+        for (name, b) in [("validity", validity), ("data", data), ("strdata", strdata)] {
+            if let Some(b) = b {
+                self.check_placement(name, b)?;
+            }
+        }
+
+        // 5. Sizes, exact.
+        let bytes_for = |n: u64, width: u64, what: &str| {
+            n.checked_mul(width).ok_or_else(|| {
+                err(
+                    ErrorClass::BufferSize,
+                    format!("{n} rows of {width}-byte {what} overflow a 64-bit size"),
+                )
+            })
+        };
+        let n_plus_1 = nrows.checked_add(1).ok_or_else(|| {
+            err(
+                ErrorClass::BufferSize,
+                format!("row count {nrows} overflows"),
+            )
+        })?;
+        let mut offset_width = 0u8;
+        let mut bool_packed = false;
+        let data_len = data.map_or(0, |b| b.length);
+        let wrong_size = |what: &str, expected: String, got: u64| {
+            err(
+                ErrorClass::BufferSize,
+                format!("the {what} buffer is {got} bytes; {nrows} rows need {expected}"),
+            )
+        };
+        if let Some(v) = validity {
+            let need = nrows.div_ceil(8);
+            if v.length < need {
+                return Err(wrong_size("validity", format!("at least {need}"), v.length)
+                    .at_offset(v.file_offset()));
+            }
+        }
+        match &jay_type {
+            JayType::Void0 => {}
+            JayType::Bool8 => {
+                let packed_len = nrows.div_ceil(8);
+                if layout == Layout::New
+                    && data_len == packed_len
+                    && (validity.is_some() || data_len < nrows)
+                {
+                    bool_packed = true;
+                } else if data_len != nrows {
+                    return Err(wrong_size("data", format!("{nrows}"), data_len));
+                }
+            }
+            t if t.element_size().is_some() => {
+                let width = t.element_size().unwrap() as u64;
+                let need = bytes_for(nrows, width, "values")?;
+                if data_len != need {
+                    return Err(wrong_size("data", need.to_string(), data_len));
+                }
+            }
+            JayType::Str32 | JayType::Arr32(_) => {
+                let need = bytes_for(n_plus_1, 4, "offsets")?;
+                if data_len != need {
+                    return Err(wrong_size("offsets", need.to_string(), data_len));
+                }
+                offset_width = 4;
+            }
+            JayType::Str64 | JayType::Arr64(_) => {
+                let wide = bytes_for(n_plus_1, 8, "offsets")?;
+                let narrow = bytes_for(n_plus_1, 4, "offsets")?;
+                offset_width = if data_len == wide {
+                    8
+                } else if data_len == narrow && jay_type == JayType::Str64 {
+                    // datatable's chunked writer labels such columns Str64 but keeps u32 offsets.
+                    4
+                } else {
+                    return Err(wrong_size("offsets", wide.to_string(), data_len));
+                };
+            }
+            _ => unreachable!("every Jay type is covered"),
+        }
+
+        // 6. No two buffers of the column overlap.
+        let present: Vec<(&str, BufferRange)> =
+            [("validity", validity), ("data", data), ("strdata", strdata)]
+                .into_iter()
+                .filter_map(|(n, b)| b.filter(|b| b.length > 0).map(|b| (n, b)))
+                .collect();
+        for (i, (na, a)) in present.iter().enumerate() {
+            for (nb, b) in &present[i + 1..] {
+                if a.offset < b.offset + b.length && b.offset < a.offset + a.length {
+                    return Err(err(
+                        ErrorClass::BufferOverlap,
+                        format!(
+                            "the {na} buffer [{}, +{}) overlaps the {nb} buffer [{}, +{})",
+                            a.file_offset(),
+                            a.length,
+                            b.file_offset(),
+                            b.length
+                        ),
+                    )
+                    .at_offset(a.file_offset()));
+                }
+            }
+        }
+
+        // 7. What one value of the data settles: the last offset.
+        let last_offset = if offset_width > 0 {
+            let b = data.expect("offsets are present");
+            Some(self.offset_at(b, nrows as usize, offset_width))
+        } else {
+            None
+        };
+        if jay_type.is_string() {
+            let mask = if offset_width == 4 { 1 << 31 } else { 1 << 63 };
+            let last = last_offset.unwrap() & !mask;
+            let bytes_len = strdata.map_or(0, |b| b.length);
+            if last != bytes_len {
+                return Err(err(
+                    ErrorClass::BadOffsets,
+                    format!("the last string offset is {last} but the string buffer holds {bytes_len} bytes"),
+                )
+                .at_offset(data.unwrap().file_offset() + nrows * offset_width as u64));
+            }
+        }
+
+        let child = if jay_type.is_array() {
+            let last = last_offset.unwrap();
+            if offset_width == 4 && last > i32::MAX as u64 {
+                return Err(err(
+                    ErrorClass::BadOffsets,
+                    format!("the last Arr32 offset {last} exceeds 2^31 - 1"),
+                ));
+            }
+            let children = col.children().filter(|c| c.len() == 1).ok_or_else(|| {
+                err(
+                    ErrorClass::MissingField,
+                    format!(
+                        "an array column needs exactly one child column, not {}",
+                        col.children().map_or(0, |c| c.len())
+                    ),
+                )
+                .with_field("Column.children")
+            })?;
+            let child = self
+                .column(children.get(0), Rows::Child(last), depth + 1)
+                .map_err(|e| e.with_field("child"))?;
+            let element = match &jay_type {
+                JayType::Arr32(e) | JayType::Arr64(e) => e,
+                _ => unreachable!(),
+            };
+            if **element != child.jay_type {
+                return Err(err(
+                    ErrorClass::BadMeta,
+                    format!(
+                        "the array's element type is {element} but its child column is {}",
+                        child.jay_type
+                    ),
+                ));
+            }
+            if last > child.nrows {
+                return Err(err(
+                    ErrorClass::BadOffsets,
+                    format!(
+                        "the last array offset {last} is past the child's {} rows",
+                        child.nrows
+                    ),
+                ));
+            }
+            Some(Box::new(child))
+        } else {
+            None
+        };
+
+        let stats = self.stats(&col, &jay_type)?;
+        Ok(ColumnInfo {
+            name: col.name().map(str::to_owned),
+            jay_type,
+            layout,
+            nrows,
+            nullcount: col.nullcount(),
+            stats,
+            validity,
+            data,
+            strdata,
+            offset_width,
+            bool_packed,
+            child,
+        })
+    }
+
+    /// The type of a new-layout `Type` table, following array element types.
+    fn type_of(&self, t: fb::Type<'_>, depth: usize) -> Result<JayType> {
+        if depth > 64 {
+            return Err(err(
+                ErrorClass::BadMeta,
+                "array types nest deeper than 64 levels",
+            ));
+        }
+        let c = t.stype().0;
+        if let Some(scalar) = JayType::scalar_from_code(c) {
+            return Ok(scalar);
+        }
+        if c != code::ARR32 && c != code::ARR64 {
+            return Err(unknown_type(c).with_field("Type.stype"));
+        }
+        let element = t.extra_as_child().ok_or_else(|| {
+            err(
+                ErrorClass::MissingField,
+                "the array type has no element type",
+            )
+            .with_field("Type.extra")
+        })?;
+        let element = Box::new(self.type_of(element, depth + 1)?);
+        Ok(if c == code::ARR32 {
+            JayType::Arr32(element)
+        } else {
+            JayType::Arr64(element)
+        })
+    }
+
+    fn check_placement(&self, name: &str, b: BufferRange) -> Result<()> {
+        if b.length == 0 {
+            return Ok(());
+        }
+        if b.offset > self.data_size || b.length > self.data_size - b.offset {
+            return Err(err(
+                ErrorClass::BufferOutOfBounds,
+                format!(
+                    "the {name} buffer (offset {}, length {}) lies outside the data section of {} bytes",
+                    b.offset, b.length, self.data_size
+                ),
+            )
+            .at_offset(HEADER_LEN.saturating_add(b.offset)));
+        }
+        if b.offset % 8 != 0 {
+            return Err(err(
+                ErrorClass::BufferMisaligned,
+                format!(
+                    "the {name} buffer starts at data offset {}, not a multiple of 8",
+                    b.offset
+                ),
+            )
+            .at_offset(b.file_offset()));
+        }
+        Ok(())
+    }
+
+    fn offset_at(&self, b: BufferRange, index: usize, width: u8) -> u64 {
+        let at = b.start() + index * width as usize;
+        if width == 4 {
+            u32::from_le_bytes(self.file[at..at + 4].try_into().unwrap()) as u64
+        } else {
+            read_u64(self.file, at)
+        }
+    }
+
+    /// The stats struct, when its tag names the struct of the column's type; otherwise none.
+    fn stats(&self, col: &fb::Column<'_>, jay_type: &JayType) -> Result<Option<Stats>> {
+        let expected_tag = match jay_type {
+            JayType::Bool8 => 1,
+            JayType::Int8 => 2,
+            JayType::Int16 => 3,
+            JayType::Int32 | JayType::Date32 => 4,
+            JayType::Int64 | JayType::Time64 => 5,
+            JayType::Float32 => 6,
+            JayType::Float64 => 7,
+            _ => return Ok(None),
+        };
+        if col.stats_type() != expected_tag {
+            return Ok(None);
+        }
+        let table = &col._tab;
+        let slot = table.vtable().get(fb::Column::VT_STATS) as usize;
+        if slot == 0 {
+            return Ok(None);
+        }
+        let field = table.loc() + slot;
+        let struct_size = [0, 2, 2, 4, 8, 16, 8, 16][expected_tag as usize];
+        let target = field + col.stats() as usize;
+        let bytes = self.meta.get(target..target + struct_size).ok_or_else(|| {
+            err(
+                ErrorClass::BadMeta,
+                format!("the stats struct at meta offset {target} lies outside the meta"),
+            )
+            .with_field("Column.stats")
+            .at_offset(self.meta_start + field as u64)
+        })?;
+        let half = struct_size / 2;
+        let int = |b: &[u8]| -> i64 {
+            match b.len() {
+                1 => b[0] as i8 as i64,
+                2 => i16::from_le_bytes(b.try_into().unwrap()) as i64,
+                4 => i32::from_le_bytes(b.try_into().unwrap()) as i64,
+                _ => i64::from_le_bytes(b.try_into().unwrap()),
+            }
+        };
+        let (lo, hi) = (&bytes[..half], &bytes[half..]);
+        Ok(Some(match expected_tag {
+            6 => Stats::Float {
+                min: f32::from_le_bytes(lo.try_into().unwrap()) as f64,
+                max: f32::from_le_bytes(hi.try_into().unwrap()) as f64,
+            },
+            7 => Stats::Float {
+                min: f64::from_le_bytes(lo.try_into().unwrap()),
+                max: f64::from_le_bytes(hi.try_into().unwrap()),
+            },
+            _ => Stats::Int {
+                min: int(lo),
+                max: int(hi),
+            },
+        }))
+    }
+}
+
+fn range(b: &fb::Buffer) -> BufferRange {
+    BufferRange {
+        offset: b.offset(),
+        length: b.length(),
+    }
+}
+
+fn unknown_type(c: u8) -> Error {
+    err(
+        ErrorClass::UnknownType,
+        format!("type code {c} is not a Jay type (codes 0 to 13 are defined)"),
+    )
+}

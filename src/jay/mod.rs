@@ -1,0 +1,15 @@
+//! Jay, the binary format of h2oai/datatable (`Frame.to_jay()`): one frame per file, each
+//! column one contiguous little-endian buffer (or a few), described by a FlatBuffers record at
+//! the end of the file. See `docs/jay.md` for the Arrow mapping.
+
+#[allow(clippy::all, unsafe_op_in_unsafe_fn, mismatched_lifetime_syntaxes, dead_code, unused_imports)]
+#[rustfmt::skip]
+mod jay_generated;
+pub mod mapping;
+mod meta;
+mod reader;
+mod writer;
+
+pub use meta::{BufferRange, ColumnInfo, FrameInfo, Layout, Stats};
+pub use reader::{JayFile, Reader, ReaderBuilder};
+pub use writer::{Writer, WriterOptions};
