@@ -14,7 +14,9 @@ use arrow_array::*;
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrowsmith::jay::mapping::JayType;
-use arrowsmith::jay::{ColumnInfo, FrameInfo, JayFile, Layout, Stats, Writer, WriterOptions};
+use arrowsmith::jay::{
+    ColumnInfo, FrameInfo, JayFile, Layout, ReaderBuilder, Stats, Writer, WriterOptions,
+};
 use arrowsmith::{CollisionPolicy, ErrorClass, WriteSummary};
 
 // ---------------------------------------------------------------------------------------------
@@ -60,6 +62,20 @@ impl Written {
 
     fn decode(&self, name: &str) -> ArrayRef {
         decode_column(&self.bytes, self.column(name))
+    }
+
+    /// The column as arrowsmith's Jay reader reads it, in batches of an odd size.
+    fn read(&self, name: &str) -> ArrayRef {
+        let reader = ReaderBuilder::new()
+            .with_batch_size(3)
+            .with_projection([name])
+            .build(&self.path)
+            .unwrap();
+        let schema = reader.schema();
+        let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+        let all = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(all.num_rows() as u64, self.info.nrows);
+        all.column(0).clone()
     }
 }
 
@@ -144,7 +160,7 @@ fn check_envelope(bytes: &[u8], info: &FrameInfo) {
 // ---------------------------------------------------------------------------------------------
 // An independent decoder of the written buffers (old layout and arrays).
 
-fn slice<'a>(bytes: &'a [u8], range: Option<arrowsmith::jay::BufferRange>) -> &'a [u8] {
+fn slice(bytes: &[u8], range: Option<arrowsmith::jay::BufferRange>) -> &[u8] {
     match range {
         Some(r) if r.length > 0 => {
             &bytes[r.file_offset() as usize..(r.file_offset() + r.length) as usize]
@@ -441,6 +457,12 @@ fn assert_column(w: &Written, name: &str, inputs: &[&dyn Array], as_null: bool) 
         info.nullcount,
         want.logical_null_count() as u64,
         "nullcount of {name}"
+    );
+    let read = w.read(name);
+    assert_eq!(
+        read.as_ref(),
+        want.as_ref(),
+        "column {name} through the reader"
     );
 }
 
@@ -933,7 +955,7 @@ fn bytes_under_null_slots_are_not_copied() {
         field("l", list_of(DataType::Int32)),
     ]);
     let batch = batch_of(&schema, vec![Arc::new(strings), Arc::new(list)]);
-    let w = write(&schema, &[batch.clone()]);
+    let w = write(&schema, std::slice::from_ref(&batch));
     let s = w.column("s");
     assert_eq!(slice(&w.bytes, s.strdata), b"aac");
     let offsets: Vec<u32> = le::<4>(slice(&w.bytes, s.data))
@@ -1054,7 +1076,7 @@ fn lists_that_outgrow_arr32_become_arr64() {
             let mut builder = GenericListBuilder::<i32, _>::new(Int32Builder::new());
             for i in 0..20 {
                 for j in 0..(i + b) % 4 {
-                    builder.values().append_value(j as i32);
+                    builder.values().append_value(j);
                 }
                 builder.append(i % 6 != 2);
             }
@@ -1850,4 +1872,337 @@ print(json.dumps({"names": list(f.names), "stypes": [str(s) for s in f.stypes],
         col("ts_s"),
         r#"["1970-01-01T00:00:01",null,"1969-12-31T23:59:59","1970-01-01T00:00:00","1970-01-01T00:00:01",null,"1969-12-31T23:59:59","1970-01-01T00:00:01"]"#
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property: Arrow → Jay → Arrow over random schemas, NA patterns, slices and batchings.
+
+mod round_trip {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Kind {
+        Bool,
+        I8,
+        I16,
+        I32,
+        I64,
+        U8,
+        U16,
+        U32,
+        U64,
+        F16,
+        F32,
+        F64,
+        Utf8,
+        LargeUtf8,
+        View,
+        Dict,
+        Date32,
+        Date64,
+        Ts(TimeUnit, bool),
+        Null,
+        List(Box<Kind>),
+        LargeList(Box<Kind>),
+    }
+
+    fn kind() -> impl Strategy<Value = Kind> {
+        let leaf = prop_oneof![
+            Just(Kind::Bool),
+            Just(Kind::I8),
+            Just(Kind::I16),
+            Just(Kind::I32),
+            Just(Kind::I64),
+            Just(Kind::U8),
+            Just(Kind::U16),
+            Just(Kind::U32),
+            Just(Kind::U64),
+            Just(Kind::F16),
+            Just(Kind::F32),
+            Just(Kind::F64),
+            Just(Kind::Utf8),
+            Just(Kind::LargeUtf8),
+            Just(Kind::View),
+            Just(Kind::Dict),
+            Just(Kind::Date32),
+            Just(Kind::Date64),
+            Just(Kind::Ts(TimeUnit::Second, false)),
+            Just(Kind::Ts(TimeUnit::Millisecond, true)),
+            Just(Kind::Ts(TimeUnit::Microsecond, false)),
+            Just(Kind::Ts(TimeUnit::Nanosecond, true)),
+            Just(Kind::Null),
+        ];
+        leaf.prop_recursive(2, 6, 1, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|k| Kind::List(Box::new(k))),
+                inner.prop_map(|k| Kind::LargeList(Box::new(k))),
+            ]
+        })
+    }
+
+    fn data_type(k: &Kind) -> DataType {
+        match k {
+            Kind::Bool => DataType::Boolean,
+            Kind::I8 => DataType::Int8,
+            Kind::I16 => DataType::Int16,
+            Kind::I32 => DataType::Int32,
+            Kind::I64 => DataType::Int64,
+            Kind::U8 => DataType::UInt8,
+            Kind::U16 => DataType::UInt16,
+            Kind::U32 => DataType::UInt32,
+            Kind::U64 => DataType::UInt64,
+            Kind::F16 => DataType::Float16,
+            Kind::F32 => DataType::Float32,
+            Kind::F64 => DataType::Float64,
+            Kind::Utf8 => DataType::Utf8,
+            Kind::LargeUtf8 => DataType::LargeUtf8,
+            Kind::View => DataType::Utf8View,
+            Kind::Dict => DataType::Dictionary(Box::new(DataType::Int16), Box::new(DataType::Utf8)),
+            Kind::Date32 => DataType::Date32,
+            Kind::Date64 => DataType::Date64,
+            Kind::Ts(unit, tz) => ts(*unit, tz.then_some("+05:30")),
+            Kind::Null => DataType::Null,
+            Kind::List(k) => list_of(data_type(k)),
+            Kind::LargeList(k) => large_list_of(data_type(k)),
+        }
+    }
+
+    /// SplitMix64: reproducible values from the proptest seed.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.below(100) < percent
+        }
+        /// Mostly small values, sometimes the extremes of the type.
+        fn int(&mut self, min: i64, max: i64) -> i64 {
+            match self.below(10) {
+                0 => min,
+                1 => max,
+                2..=5 => self.below(200) as i64 - 100,
+                _ => {
+                    let span = (max as i128 - min as i128 + 1) as u128;
+                    (min as i128 + (self.next() as u128 % span) as i128) as i64
+                }
+            }
+        }
+        fn float(&mut self) -> f64 {
+            match self.below(12) {
+                0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => f64::NEG_INFINITY,
+                3 => -0.0,
+                4 => 0.0,
+                _ => (self.next() as i64 as f64) / (1u64 << (self.below(60))) as f64,
+            }
+        }
+        fn text(&mut self) -> String {
+            const PIECES: [&str; 8] = ["a", "B", "é", "日本", "𝄞", "\0", " ", "xyz"];
+            (0..self.below(6))
+                .map(|_| PIECES[self.below(8) as usize])
+                .collect()
+        }
+    }
+
+    /// An array of `n` values of kind `k`; `min_ok` lets integer values hit the Jay sentinel.
+    fn array(k: &Kind, n: usize, rng: &mut Rng, null_pct: u64, min_ok: bool) -> ArrayRef {
+        let mut valid = |rng: &mut Rng| !rng.chance(null_pct);
+        macro_rules! ints {
+            ($arr:ty, $t:ty, $lo:expr) => {{
+                let lo = if min_ok { <$t>::MIN as i64 } else { $lo as i64 };
+                Arc::new(
+                    (0..n)
+                        .map(|_| valid(rng).then(|| rng.int(lo, <$t>::MAX as i64) as $t))
+                        .collect::<$arr>(),
+                ) as ArrayRef
+            }};
+        }
+        match k {
+            Kind::Bool => Arc::new(
+                (0..n)
+                    .map(|_| valid(rng).then(|| rng.chance(50)))
+                    .collect::<BooleanArray>(),
+            ),
+            Kind::I8 => ints!(Int8Array, i8, i8::MIN + 1),
+            Kind::I16 => ints!(Int16Array, i16, i16::MIN + 1),
+            Kind::I32 => ints!(Int32Array, i32, i32::MIN + 1),
+            Kind::I64 => ints!(Int64Array, i64, i64::MIN + 1),
+            Kind::Date32 => ints!(Date32Array, i32, i32::MIN + 1),
+            Kind::U8 => ints!(UInt8Array, u8, 0),
+            Kind::U16 => ints!(UInt16Array, u16, 0),
+            Kind::U32 => ints!(UInt32Array, u32, 0),
+            Kind::U64 => Arc::new(
+                (0..n)
+                    .map(|_| valid(rng).then(|| rng.int(0, i64::MAX).unsigned_abs()))
+                    .collect::<UInt64Array>(),
+            ),
+            Kind::F16 => Arc::new(
+                (0..n)
+                    .map(|_| valid(rng).then(|| half::f16::from_f64(rng.float())))
+                    .collect::<Float16Array>(),
+            ),
+            Kind::F32 => Arc::new(
+                (0..n)
+                    .map(|_| valid(rng).then(|| rng.float() as f32))
+                    .collect::<Float32Array>(),
+            ),
+            Kind::F64 => Arc::new(
+                (0..n)
+                    .map(|_| valid(rng).then(|| rng.float()))
+                    .collect::<Float64Array>(),
+            ),
+            Kind::Utf8 | Kind::LargeUtf8 | Kind::View | Kind::Dict => {
+                let values: Vec<Option<String>> =
+                    (0..n).map(|_| valid(rng).then(|| rng.text())).collect();
+                let values = values.iter().map(|v| v.as_deref());
+                match k {
+                    Kind::Utf8 => Arc::new(values.collect::<StringArray>()),
+                    Kind::LargeUtf8 => Arc::new(values.collect::<LargeStringArray>()),
+                    Kind::View => Arc::new(values.collect::<StringViewArray>()),
+                    _ => Arc::new(values.collect::<DictionaryArray<Int16Type>>()),
+                }
+            }
+            Kind::Date64 => {
+                let lo = if min_ok {
+                    i32::MIN as i64
+                } else {
+                    i32::MIN as i64 + 1
+                };
+                Arc::new(
+                    (0..n)
+                        .map(|_| valid(rng).then(|| rng.int(lo, i32::MAX as i64) * 86_400_000))
+                        .collect::<Date64Array>(),
+                )
+            }
+            Kind::Ts(unit, tz) => {
+                let factor = match unit {
+                    TimeUnit::Second => 1_000_000_000,
+                    TimeUnit::Millisecond => 1_000_000,
+                    TimeUnit::Microsecond => 1_000,
+                    TimeUnit::Nanosecond => 1,
+                };
+                let lo = if min_ok && factor == 1 {
+                    i64::MIN
+                } else {
+                    i64::MIN / factor + 1
+                };
+                let values: Vec<Option<i64>> = (0..n)
+                    .map(|_| valid(rng).then(|| rng.int(lo, i64::MAX / factor)))
+                    .collect();
+                let tz = tz.then_some("+05:30");
+                match unit {
+                    TimeUnit::Second => {
+                        Arc::new(TimestampSecondArray::from(values).with_timezone_opt(tz))
+                    }
+                    TimeUnit::Millisecond => {
+                        Arc::new(TimestampMillisecondArray::from(values).with_timezone_opt(tz))
+                    }
+                    TimeUnit::Microsecond => {
+                        Arc::new(TimestampMicrosecondArray::from(values).with_timezone_opt(tz))
+                    }
+                    TimeUnit::Nanosecond => {
+                        Arc::new(TimestampNanosecondArray::from(values).with_timezone_opt(tz))
+                    }
+                }
+            }
+            Kind::Null => Arc::new(NullArray::new(n)),
+            Kind::List(inner) | Kind::LargeList(inner) => {
+                let mut offsets = vec![0usize];
+                for _ in 0..n {
+                    let len = rng.below(4) as usize;
+                    offsets.push(offsets.last().unwrap() + len);
+                }
+                let child = array(inner, *offsets.last().unwrap(), rng, null_pct, min_ok);
+                let nulls: Vec<bool> = (0..n).map(|_| valid(rng)).collect();
+                let nulls = Some(NullBuffer::from(nulls)).filter(|b| b.null_count() > 0);
+                let item = Arc::new(Field::new("item", child.data_type().clone(), true));
+                match k {
+                    Kind::List(_) => Arc::new(ListArray::new(
+                        item,
+                        OffsetBuffer::new(ScalarBuffer::from(
+                            offsets.iter().map(|&o| o as i32).collect::<Vec<_>>(),
+                        )),
+                        child,
+                        nulls,
+                    )),
+                    _ => Arc::new(LargeListArray::new(
+                        item,
+                        OffsetBuffer::new(ScalarBuffer::from(
+                            offsets.iter().map(|&o| o as i64).collect::<Vec<_>>(),
+                        )),
+                        child,
+                        nulls,
+                    )),
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arrow_jay_arrow(
+            kinds in prop::collection::vec(kind(), 0..6),
+            sizes in prop::collection::vec(0usize..40, 0..5),
+            big in prop::bool::weighted(0.15),
+            seed in any::<u64>(),
+            null_pct in prop_oneof![Just(0u64), Just(10), Just(50), Just(100)],
+            as_null in any::<bool>(),
+            spill in any::<bool>(),
+            small_limit in prop::bool::weighted(0.3),
+        ) {
+            let mut rng = Rng(seed);
+            let schema = schema_of(
+                kinds.iter().enumerate().map(|(i, k)| field(&format!("c{i}"), data_type(k))).collect(),
+            );
+            let mut sizes = sizes;
+            if big {
+                sizes.push(4000);
+            }
+            let batches: Vec<RecordBatch> = sizes
+                .iter()
+                .map(|&n| {
+                    // Generate more rows than needed and slice, so that offsets are non-zero.
+                    let skip = rng.below(5) as usize;
+                    let columns: Vec<ArrayRef> = kinds
+                        .iter()
+                        .map(|k| array(k, n + skip, &mut rng, null_pct, as_null).slice(skip, n))
+                        .collect();
+                    RecordBatch::try_new_with_options(
+                        schema.clone(),
+                        columns,
+                        &RecordBatchOptions::new().with_row_count(Some(n)),
+                    )
+                    .unwrap()
+                })
+                .collect();
+            let mut opts = options()
+                .with_memory_limit(if spill { 0 } else { usize::MAX })
+                .with_sentinel_collisions(if as_null { CollisionPolicy::AsNull } else { CollisionPolicy::Error });
+            if small_limit {
+                opts = opts.with_offset32_limit(50);
+            }
+            let w = try_write(&schema, &batches, opts).unwrap();
+            prop_assert_eq!(w.info.nrows, sizes.iter().sum::<usize>() as u64);
+            for (i, f) in schema.fields().iter().enumerate() {
+                let inputs: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+                if inputs.is_empty() {
+                    prop_assert_eq!(w.column(f.name()).nrows, 0);
+                    continue;
+                }
+                assert_column(&w, f.name(), &inputs, as_null);
+            }
+        }
+    }
 }
