@@ -2016,7 +2016,7 @@ mod round_trip {
 
     /// An array of `n` values of kind `k`; `min_ok` lets integer values hit the Jay sentinel.
     fn array(k: &Kind, n: usize, rng: &mut Rng, null_pct: u64, min_ok: bool) -> ArrayRef {
-        let mut valid = |rng: &mut Rng| !rng.chance(null_pct);
+        let valid = |rng: &mut Rng| !rng.chance(null_pct);
         macro_rules! ints {
             ($arr:ty, $t:ty, $lo:expr) => {{
                 let lo = if min_ok { <$t>::MIN as i64 } else { $lo as i64 };
@@ -2205,4 +2205,93 @@ mod round_trip {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speed
+
+/// Times the write of bench_datatable.py's "3col" frame (10M rows: int32 i, float64 i/2,
+/// str32 str(i % 100003), NA in every column where i % 97 == 0) in 64Ki-row batches and in one
+/// batch. Run: `cargo test --release --test jay_writer write_speed -- --ignored --nocapture`
+/// (JAY_BENCH_ROWS, JAY_BENCH_DIR to change the size and the directory).
+#[test]
+#[ignore = "a timing, not a test: run it in release mode"]
+fn write_speed() {
+    let rows: usize = std::env::var("JAY_BENCH_ROWS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000_000);
+    let dir = match std::env::var("JAY_BENCH_DIR") {
+        Ok(d) => tempfile::tempdir_in(d).unwrap(),
+        Err(_) => tempfile::tempdir().unwrap(),
+    };
+    let schema = schema_of(vec![
+        field("i32", DataType::Int32),
+        field("f64", DataType::Float64),
+        field("s32", DataType::Utf8),
+    ]);
+    let na = |i: usize| i % 97 == 0;
+    let make = |rows: std::ops::Range<usize>| {
+        batch_of(
+            &schema,
+            vec![
+                Arc::new(Int32Array::from_iter(
+                    rows.clone().map(|i| (!na(i)).then_some(i as i32)),
+                )),
+                Arc::new(Float64Array::from_iter(
+                    rows.clone().map(|i| (!na(i)).then_some(i as f64 * 0.5)),
+                )),
+                Arc::new(StringArray::from_iter(
+                    rows.map(|i| (!na(i)).then(|| (i % 100_003).to_string())),
+                )),
+            ],
+        )
+    };
+    // Separate arrays per batch, as a reader produces them.
+    let batches: Vec<RecordBatch> = (0..rows)
+        .step_by(65_536)
+        .map(|s| make(s..(s + 65_536).min(rows)))
+        .collect();
+    let whole = make(0..rows);
+    let path = dir.path().join("bench.jay");
+    let run = |label: &str, batches: &[RecordBatch], options: WriterOptions| {
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let _ = std::fs::remove_file(&path);
+            let t = std::time::Instant::now();
+            let mut w = Writer::try_new(&path, schema.clone(), options.clone()).unwrap();
+            for b in batches {
+                w.write(b).unwrap();
+            }
+            w.finish().unwrap();
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let size = std::fs::metadata(&path).unwrap().len() as f64;
+        println!(
+            "{label:<52} best {:.3} s  median {:.3} s  {:5.0} MB/s  ({:.1} MB)",
+            times[0],
+            times[1],
+            size / 1e6 / times[0],
+            size / 1e6
+        );
+    };
+    let fast = WriterOptions::default().with_durable(false);
+    run("64Ki-row batches", &batches, fast.clone());
+    run(
+        "64Ki-row batches, memory limit 64 MiB",
+        &batches,
+        fast.clone().with_memory_limit(64 << 20),
+    );
+    run(
+        "64Ki-row batches, spill every batch",
+        &batches,
+        fast.clone().with_memory_limit(0),
+    );
+    run(
+        "64Ki-row batches, durable (fsync)",
+        &batches,
+        WriterOptions::default(),
+    );
+    run("one batch", std::slice::from_ref(&whole), fast);
 }

@@ -142,6 +142,13 @@ impl CopyTarget for Output {
             Output::Sink(s) => io::copy(reader, s),
         }
     }
+    fn write_direct(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            // Flushes the buffer, then one write from the piece itself.
+            Output::File(f) => f.file_mut()?.write_all(bytes),
+            Output::Sink(s) => s.write_all(bytes),
+        }
+    }
 }
 
 /// Writes record batches into a new Jay file.
@@ -642,5 +649,10 @@ impl CopyTarget for Counted<'_> {
         let n = self.out.copy_from(reader)?;
         self.written += n;
         Ok(n)
+    }
+    fn write_direct(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_direct(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
     }
 }

@@ -156,10 +156,16 @@ impl Spool {
     }
 }
 
-/// An output that can take bytes straight from a spool file (`io::copy` picks the fastest way
-/// for the concrete reader and writer types).
-pub(crate) trait CopyTarget {
+/// The output of `finish()`: besides buffered writes, it takes large pieces and spooled ranges
+/// without copying them through its buffer.
+pub(crate) trait CopyTarget: Write {
+    /// Copies the reader's bytes (`io::copy` picks the fastest way for the concrete types:
+    /// copy_file_range from file to file on Linux).
     fn copy_from(&mut self, reader: &mut io::Take<&mut File>) -> io::Result<u64>;
+    /// Writes a large piece, bypassing any buffer.
+    fn write_direct(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all(bytes)
+    }
 }
 
 /// One piece of a stream.
@@ -278,13 +284,12 @@ impl Stream {
     }
 
     /// Writes every byte, in order, to `out`.
-    pub(crate) fn write_to<W: Write + CopyTarget>(
-        &self,
-        spool: &mut Spool,
-        out: &mut W,
-    ) -> io::Result<()> {
+    pub(crate) fn write_to<W: CopyTarget>(&self, spool: &mut Spool, out: &mut W) -> io::Result<()> {
         for piece in &self.pieces {
             match piece {
+                Piece::Memory(buffer) if buffer.len() >= SMALL_PIECE => {
+                    out.write_direct(buffer.as_slice())?
+                }
                 Piece::Memory(buffer) => out.write_all(buffer.as_slice())?,
                 Piece::Spooled { offset, len } => spool.copy_to(*offset, *len, out)?,
             }
