@@ -811,6 +811,16 @@ macro_rules! with_offsets {
     };
 }
 
+/// The row whose offsets decrease, if any (one vectorisable pass).
+fn first_decrease<O: ArrowNativeType + PartialOrd>(offsets: &[O]) -> Option<usize> {
+    let ok = offsets.windows(2).fold(true, |ok, w| ok & (w[0] <= w[1]));
+    if ok {
+        None
+    } else {
+        offsets.windows(2).position(|w| w[0] > w[1])
+    }
+}
+
 fn bad_offsets(index: usize, what: &str) -> EncodeError {
     EncodeError::at(
         index,
@@ -865,71 +875,88 @@ impl TextEncoder {
         let n = a.len();
         let offs = a.value_offsets();
         let values = a.values();
+        // Arrow guarantees this for arrays built safely; checking it once makes the loops below
+        // free of checks and of any risk of panicking on a hand-made array.
+        if let Some(i) = first_decrease(offs) {
+            return Err(bad_offsets(i, "string"));
+        }
         let (first, last) = (offs[0].as_usize(), offs[n].as_usize());
-        if first > last || last > values.len() {
-            return Err(bad_offsets(0, "string"));
+        if last > values.len() {
+            return Err(bad_offsets(n.saturating_sub(1), "string"));
         }
         let nulls = nulls_of(a);
         let slots = (last - first) as u64;
         let text = match nulls {
             Some(nulls) if self.end.saturating_add(slots) > self.limit => (0..n)
                 .filter(|&i| nulls.is_valid(i))
-                .map(|i| offs[i + 1].as_usize().saturating_sub(offs[i].as_usize()) as u64)
+                .map(|i| (offs[i + 1].as_usize() - offs[i].as_usize()) as u64)
                 .sum(),
             _ => slots,
         };
         self.fit(n, text);
         let base = self.end;
         let bytes = &mut self.bytes;
-        let end = with_offsets!(self.offsets, |out: W| {
-            out.reserve(n);
-            match nulls {
-                None => {
-                    bytes.push_buffer(values.slice_with_length(first, last - first));
-                    let shift = base.wrapping_sub(first as u64);
-                    let mut prev = first;
-                    for (i, o) in offs[1..].iter().enumerate() {
-                        let o = o.as_usize();
-                        if o < prev {
-                            return Err(bad_offsets(i, "string"));
-                        }
-                        prev = o;
-                        out.push(W::from_end((o as u64).wrapping_add(shift)));
+        let end =
+            with_offsets!(self.offsets, |out: W| {
+                out.reserve(n);
+                match nulls {
+                    None => {
+                        bytes.push_buffer(values.slice_with_length(first, last - first));
+                        let shift = base.wrapping_sub(first as u64);
+                        out.extend(
+                            offs[1..]
+                                .iter()
+                                .map(|o| W::from_end((o.as_usize() as u64).wrapping_add(shift))),
+                        );
+                        base + slots
                     }
-                    base + slots
-                }
-                Some(nulls) => {
-                    let mut end = base;
-                    // A run of source bytes to copy, [run_start, run_end).
-                    let (mut run_start, mut run_end) = (first, first);
-                    for i in 0..n {
-                        let (s, e) = (offs[i].as_usize(), offs[i + 1].as_usize());
-                        if e < s || e > last {
-                            return Err(bad_offsets(i, "string"));
-                        }
-                        if nulls.is_valid(i) {
-                            if s != run_end {
-                                if run_end > run_start {
-                                    bytes.push_buffer(
-                                        values.slice_with_length(run_start, run_end - run_start),
-                                    );
-                                }
-                                run_start = s;
+                    Some(nulls) => {
+                        let mut end = base;
+                        // A run of source bytes still to copy, [run_start, run_end): the bytes of
+                        // consecutive valid rows, interrupted only where a null slot holds bytes.
+                        let (mut run_start, mut run_end) = (first, first);
+                        let mut flush = |from: usize, to: usize| {
+                            if to > from {
+                                bytes.push_buffer(values.slice_with_length(from, to - from));
                             }
-                            run_end = e;
-                            end += (e - s) as u64;
-                            out.push(W::from_end(end));
-                        } else {
-                            out.push(W::from_end(end).with_na());
+                        };
+                        // Valid rows [from, to): one shift of their offsets, one run of bytes.
+                        let mut valid_rows =
+                            |from: usize, to: usize, end: &mut u64, out: &mut Vec<W>| {
+                                let (s, e) = (offs[from].as_usize(), offs[to].as_usize());
+                                if s != run_end {
+                                    flush(run_start, run_end);
+                                    run_start = s;
+                                }
+                                run_end = e;
+                                let shift = end.wrapping_sub(s as u64);
+                                out.extend(offs[from + 1..=to].iter().map(|o| {
+                                    W::from_end((o.as_usize() as u64).wrapping_add(shift))
+                                }));
+                                *end += (e - s) as u64;
+                            };
+                        let mut row = 0usize;
+                        for (word, k) in bit_words(nulls.inner()) {
+                            let k = k as usize;
+                            let mut b = 0usize;
+                            while b < k {
+                                let ones = ((word >> b).trailing_ones() as usize).min(k - b);
+                                if ones > 0 {
+                                    valid_rows(row + b, row + b + ones, &mut end, out);
+                                    b += ones;
+                                }
+                                if b < k {
+                                    out.push(W::from_end(end).with_na());
+                                    b += 1;
+                                }
+                            }
+                            row += k;
                         }
+                        flush(run_start, run_end);
+                        end
                     }
-                    if run_end > run_start {
-                        bytes.push_buffer(values.slice_with_length(run_start, run_end - run_start));
-                    }
-                    end
                 }
-            }
-        });
+            });
         self.nullcount += nulls.map_or(0, |n| n.null_count()) as u64;
         self.end = end;
         Ok(())
