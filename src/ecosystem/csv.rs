@@ -13,9 +13,8 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
-use super::{Adapted, ProjectionPlan, INFER_SCHEMA_RECORDS};
+use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
 use crate::atomic::AtomicFile;
-use crate::error::ResultExt;
 use crate::{BatchWriter, Format, ReadOptions, Result, WriteOptions, WriteSummary};
 
 fn csv_format() -> CsvFormat {

@@ -1,58 +1,485 @@
 //! The Arrow IPC formats: the file (Feather v2, `ARROW1` … footer … `ARROW1`) and the stream
 //! (a sequence of encapsulated messages), through `arrow::ipc`.
+//!
+//! Reading walks the messages itself and checks each one against its body before `arrow::ipc`
+//! decodes it: buffers that lie outside the body, negative lengths, and compressed buffers whose
+//! length prefix does not match what they decompress to. Arrow's decoder trusts those and would
+//! panic, or abort on an impossible allocation, on a damaged file.
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use arrow::ipc::reader::{FileReader, StreamReader};
+use arrow::ipc::convert::try_fb_to_schema;
+use arrow::ipc::reader::{read_dictionary, read_record_batch};
 use arrow::ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
 use arrow::ipc::{CompressionType, MessageHeader};
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::SchemaRef;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
-use super::{Adapted, ProjectionPlan};
+use super::{Adapted, InFile, ProjectionPlan};
 use crate::atomic::AtomicFile;
-use crate::error::ResultExt;
 use crate::{BatchWriter, Error, ErrorClass, ReadOptions, Result, WriteOptions, WriteSummary};
 
 pub(crate) fn open_file(
     path: &Path,
     options: &ReadOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let open = |projection: Option<Vec<usize>>| -> Result<FileReader<BufReader<File>>> {
-        let file = File::open(path).in_file(path)?;
-        FileReader::try_new_buffered(file, projection).in_file(path)
-    };
-    let reader = open(None)?;
-    let (reader, order) = match ProjectionPlan::new(options, &reader.schema(), path)? {
-        Some(plan) => (open(Some(plan.read))?, plan.order),
-        None => (reader, None),
-    };
-    let schema = reader.schema();
-    Ok(Box::new(Adapted::new(
-        reader, schema, path, order, options,
-    )?))
+    let reader = IpcReader::open_file(path).map_err(|e| e.with_file(path))?;
+    adapt(reader, path, options)
 }
 
 pub(crate) fn open_stream(
     path: &Path,
     options: &ReadOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let open = |projection: Option<Vec<usize>>| -> Result<StreamReader<BufReader<File>>> {
-        let file = File::open(path).in_file(path)?;
-        StreamReader::try_new_buffered(file, projection).in_file(path)
-    };
-    let reader = open(None)?;
-    let (reader, order) = match ProjectionPlan::new(options, &reader.schema(), path)? {
-        Some(plan) => (open(Some(plan.read))?, plan.order),
-        None => (reader, None),
-    };
-    let schema = reader.schema();
+    let reader = IpcReader::open_stream(path).map_err(|e| e.with_file(path))?;
+    adapt(reader, path, options)
+}
+
+fn adapt(
+    mut reader: IpcReader,
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let mut schema = reader.schema.clone();
+    let mut order = None;
+    if let Some(plan) = ProjectionPlan::new(options, &schema, path)? {
+        schema = Arc::new(schema.project(&plan.read).in_file(path)?);
+        reader.projection = Some(plan.read);
+        order = plan.order;
+    }
     Ok(Box::new(Adapted::new(
         reader, schema, path, order, options,
     )?))
+}
+
+/// Where one message lies in a file: its metadata (with prefix and padding), then its body.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    offset: u64,
+    meta_len: u64,
+    body_len: u64,
+}
+
+enum Source {
+    File {
+        file: BufReader<File>,
+        blocks: std::vec::IntoIter<Block>,
+    },
+    Stream {
+        reader: BufReader<File>,
+        pos: u64,
+        size: u64,
+        finished: bool,
+    },
+}
+
+/// Record batches of an IPC file or stream, each message checked before it is decoded.
+struct IpcReader {
+    source: Source,
+    schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    dictionaries: HashMap<i64, ArrayRef>,
+}
+
+impl IpcReader {
+    fn open_file(path: &Path) -> Result<IpcReader> {
+        let mut file = File::open(path)?;
+        let size = file.metadata()?.len();
+        let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
+        let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
+            bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
+        })?;
+        let fb_schema = footer
+            .schema()
+            .ok_or_else(|| bad("the footer has no schema").at_offset(footer_start))?;
+        if !fb_schema.endianness().equals_to_target_endianness() {
+            return Err(Error::unsupported(
+                "the file is big-endian; only little-endian Arrow IPC files are read",
+            ));
+        }
+        let schema = Arc::new(try_fb_to_schema(fb_schema)?);
+        let dictionaries = blocks(footer.dictionaries(), footer_start)?;
+        let batches = blocks(footer.recordBatches(), footer_start)?;
+        let mut reader = IpcReader {
+            source: Source::File {
+                file: BufReader::new(file),
+                blocks: batches.into_iter(),
+            },
+            schema,
+            projection: None,
+            dictionaries: HashMap::new(),
+        };
+        for block in dictionaries {
+            if reader.read_block(block)?.is_some() {
+                return Err(
+                    bad("the footer lists a record batch among the dictionaries")
+                        .at_offset(block.offset),
+                );
+            }
+        }
+        Ok(reader)
+    }
+
+    fn open_stream(path: &Path) -> Result<IpcReader> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        let mut reader = BufReader::new(file);
+        let mut pos = 0;
+        let Some((meta, _body)) = next_message(&mut reader, &mut pos, size)? else {
+            return Err(bad("the stream is empty: it has no schema message"));
+        };
+        let message = root_message(&meta, 0)?;
+        let schema = message
+            .header_as_schema()
+            .ok_or_else(|| bad("the stream does not start with a schema message").at_offset(0))?;
+        if !schema.endianness().equals_to_target_endianness() {
+            return Err(Error::unsupported(
+                "the stream is big-endian; only little-endian Arrow IPC streams are read",
+            ));
+        }
+        let schema = Arc::new(try_fb_to_schema(schema)?);
+        Ok(IpcReader {
+            source: Source::Stream {
+                reader,
+                pos,
+                size,
+                finished: false,
+            },
+            schema,
+            projection: None,
+            dictionaries: HashMap::new(),
+        })
+    }
+
+    /// Reads and decodes the message of a file block.
+    fn read_block(&mut self, block: Block) -> Result<Option<RecordBatch>> {
+        let Source::File { file, .. } = &mut self.source else {
+            return Ok(None);
+        };
+        file.seek(SeekFrom::Start(block.offset))?;
+        let mut meta = vec![0u8; block.meta_len as usize];
+        file.read_exact(&mut meta)?;
+        let body = read_body(file, block.body_len)?;
+        let flatbuffer = message_flatbuffer(&meta, block.offset)?;
+        self.decode(flatbuffer, &body, block.offset)
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            let (meta, body, offset) = match &mut self.source {
+                Source::File { blocks, .. } => match blocks.next() {
+                    Some(block) => match self.read_block(block)? {
+                        Some(batch) => return Ok(Some(batch)),
+                        None => {
+                            return Err(bad(
+                                "the footer lists a dictionary among the record batches",
+                            )
+                            .at_offset(block.offset))
+                        }
+                    },
+                    None => return Ok(None),
+                },
+                Source::Stream {
+                    reader,
+                    pos,
+                    size,
+                    finished,
+                } => {
+                    if *finished {
+                        return Ok(None);
+                    }
+                    let offset = *pos;
+                    match next_message(reader, pos, *size)? {
+                        Some((meta, body)) => (meta, body, offset),
+                        None => {
+                            *finished = true;
+                            return Ok(None);
+                        }
+                    }
+                }
+            };
+            if let Some(batch) = self.decode(&meta, &body, offset)? {
+                return Ok(Some(batch));
+            }
+        }
+    }
+
+    /// Decodes a record batch, or records a dictionary (and returns `None`).
+    fn decode(
+        &mut self,
+        flatbuffer: &[u8],
+        body: &Buffer,
+        offset: u64,
+    ) -> Result<Option<RecordBatch>> {
+        let message = root_message(flatbuffer, offset)?;
+        let version = message.version();
+        match message.header_type() {
+            MessageHeader::RecordBatch => {
+                let batch = message.header_as_record_batch().ok_or_else(|| {
+                    bad("a record batch message without its header").at_offset(offset)
+                })?;
+                check_batch(batch, body, offset)?;
+                let decoded = read_record_batch(
+                    body,
+                    batch,
+                    self.schema.clone(),
+                    &self.dictionaries,
+                    self.projection.as_deref(),
+                    &version,
+                )
+                .map_err(|e| Error::from(e).at_offset(offset))?;
+                Ok(Some(decoded))
+            }
+            MessageHeader::DictionaryBatch => {
+                let dictionary = message.header_as_dictionary_batch().ok_or_else(|| {
+                    bad("a dictionary batch message without its header").at_offset(offset)
+                })?;
+                let data = dictionary
+                    .data()
+                    .ok_or_else(|| bad("a dictionary batch without its data").at_offset(offset))?;
+                check_batch(data, body, offset)?;
+                read_dictionary(
+                    body,
+                    dictionary,
+                    &self.schema,
+                    &mut self.dictionaries,
+                    &version,
+                )
+                .map_err(|e| Error::from(e).at_offset(offset))?;
+                Ok(None)
+            }
+            MessageHeader::Schema => Err(bad("a second schema message").at_offset(offset)),
+            other => Err(bad(format!("an unexpected {other:?} message")).at_offset(offset)),
+        }
+    }
+}
+
+impl Iterator for IpcReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch().map_err(ArrowError::from).transpose()
+    }
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::new(ErrorClass::Arrow, message)
+}
+
+fn root_message(flatbuffer: &[u8], offset: u64) -> Result<arrow::ipc::Message<'_>> {
+    arrow::ipc::root_as_message(flatbuffer).map_err(|e| {
+        bad(format!("the message is not a valid Arrow IPC message: {e}")).at_offset(offset)
+    })
+}
+
+/// Reads `len` bytes (already checked to lie in the file) into an aligned buffer.
+fn read_body(reader: &mut impl Read, len: u64) -> Result<Buffer> {
+    let len = usize::try_from(len).map_err(|_| bad("a message body is too large"))?;
+    let mut body = MutableBuffer::from_len_zeroed(len);
+    reader.read_exact(body.as_slice_mut())?;
+    Ok(body.into())
+}
+
+/// The next message of a stream at `pos`: its flatbuffer (with padding) and its body, or `None`
+/// at the end-of-stream marker or the end of the file.
+fn next_message(
+    reader: &mut BufReader<File>,
+    pos: &mut u64,
+    size: u64,
+) -> Result<Option<(Vec<u8>, Buffer)>> {
+    let start = *pos;
+    if start == size {
+        return Ok(None);
+    }
+    let mut word = [0u8; 4];
+    let mut read_word = |reader: &mut BufReader<File>, pos: &mut u64| -> Result<u32> {
+        reader
+            .read_exact(&mut word)
+            .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
+        *pos += 4;
+        Ok(u32::from_le_bytes(word))
+    };
+    let mut len = read_word(reader, pos)?;
+    if len == 0xFFFF_FFFF {
+        len = read_word(reader, pos)?;
+    }
+    if len == 0 {
+        return Ok(None);
+    }
+    let len = u64::from(len);
+    if len > size - *pos {
+        return Err(bad(format!(
+            "a message's metadata length {len} runs past the end of the stream"
+        ))
+        .at_offset(start));
+    }
+    let mut meta = vec![0u8; len as usize];
+    reader.read_exact(&mut meta)?;
+    *pos += len;
+    let body_len = root_message(&meta, start)?.bodyLength();
+    let body_len = u64::try_from(body_len)
+        .ok()
+        .filter(|&l| l <= size - *pos)
+        .ok_or_else(|| {
+            bad(format!(
+                "a message's body length {body_len} runs past the end of the stream"
+            ))
+            .at_offset(start)
+        })?;
+    let body = read_body(reader, body_len)?;
+    *pos += body_len;
+    Ok(Some((meta, body)))
+}
+
+/// Checks a record batch's nodes and buffers against its body, before Arrow trusts them.
+fn check_batch(batch: arrow::ipc::RecordBatch<'_>, body: &[u8], offset: u64) -> Result<()> {
+    let fail = |message: String| Err(bad(message).at_offset(offset));
+    if batch.length() < 0 {
+        return fail(format!("a record batch of {} rows", batch.length()));
+    }
+    for node in batch.nodes().iter().flatten() {
+        if node.length() < 0 || node.null_count() < 0 {
+            return fail(format!(
+                "a field node of length {} with {} nulls",
+                node.length(),
+                node.null_count()
+            ));
+        }
+    }
+    for count in batch.variadicBufferCounts().iter().flatten() {
+        if count < 0 {
+            return fail(format!("a variadic buffer count of {count}"));
+        }
+    }
+    let codec = batch.compression().map(|c| c.codec());
+    for (i, buffer) in batch.buffers().iter().flatten().enumerate() {
+        let range = u64::try_from(buffer.offset())
+            .ok()
+            .zip(u64::try_from(buffer.length()).ok())
+            .and_then(|(start, len)| Some((start, start.checked_add(len)?)))
+            .filter(|&(_, end)| end <= body.len() as u64);
+        let Some((start, end)) = range else {
+            return fail(format!(
+                "buffer {i} at [{}, +{}) lies outside the message body of {} bytes",
+                buffer.offset(),
+                buffer.length(),
+                body.len()
+            ));
+        };
+        if let (Some(codec), true) = (codec, end > start) {
+            check_compressed(&body[start as usize..end as usize], codec)
+                .map_err(|e| e.at_offset(offset).with_field(format!("buffer {i}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// A compressed buffer is its uncompressed length (i64; -1 for "stored uncompressed") and the
+/// compressed bytes. Arrow allocates the length it is told; make sure it is the real one.
+fn check_compressed(bytes: &[u8], codec: CompressionType) -> Result<()> {
+    let Some(prefix) = bytes.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()) else {
+        return Err(bad(format!(
+            "a compressed buffer of {} bytes has no 8-byte length prefix",
+            bytes.len()
+        )));
+    };
+    let claimed = i64::from_le_bytes(prefix);
+    if claimed == -1 || claimed == 0 {
+        return Ok(());
+    }
+    let Ok(claimed) = u64::try_from(claimed) else {
+        return Err(bad(format!("a compressed buffer claims {claimed} bytes")));
+    };
+    let data = &bytes[8..];
+    let limit = claimed.saturating_add(1);
+    let counted = match codec {
+        CompressionType::LZ4_FRAME => io::copy(
+            &mut lz4_flex::frame::FrameDecoder::new(data).take(limit),
+            &mut io::sink(),
+        ),
+        CompressionType::ZSTD => zstd::stream::read::Decoder::with_buffer(data)
+            .and_then(|d| io::copy(&mut d.take(limit), &mut io::sink())),
+        other => return Err(bad(format!("unknown body compression {other:?}"))),
+    };
+    match counted {
+        Ok(n) if n == claimed => Ok(()),
+        Ok(n) if n > claimed => Err(bad(format!(
+            "a compressed buffer holds more than the {claimed} bytes its prefix says"
+        ))),
+        Ok(n) => Err(bad(format!(
+            "a compressed buffer holds {n} bytes, not the {claimed} its prefix says"
+        ))),
+        Err(e) => Err(bad(format!("a compressed buffer does not decompress: {e}"))),
+    }
+}
+
+/// The footer of an IPC file and where it starts.
+fn read_footer(file: &mut File, size: u64) -> Result<(Vec<u8>, u64)> {
+    if size < 18 {
+        return Err(bad(format!(
+            "the file is {size} bytes, too small for an Arrow IPC file"
+        )));
+    }
+    let mut tail = [0u8; 10];
+    file.seek(SeekFrom::End(-10))?;
+    file.read_exact(&mut tail)?;
+    if &tail[4..] != b"ARROW1" {
+        return Err(bad("the file does not end in \"ARROW1\"").at_offset(size - 6));
+    }
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if footer_len > size - 18 {
+        return Err(bad(format!(
+            "the footer length {footer_len} is larger than the file"
+        ))
+        .at_offset(size - 10));
+    }
+    let footer_start = size - 10 - footer_len;
+    let mut footer = vec![0u8; footer_len as usize];
+    file.seek(SeekFrom::Start(footer_start))?;
+    file.read_exact(&mut footer)?;
+    Ok((footer, footer_start))
+}
+
+/// The footer's blocks, each checked to lie before the footer.
+fn blocks(
+    blocks: Option<flatbuffers::Vector<'_, arrow::ipc::Block>>,
+    footer_start: u64,
+) -> Result<Vec<Block>> {
+    blocks
+        .iter()
+        .flatten()
+        .map(|b| {
+            let block = u64::try_from(b.offset())
+                .ok()
+                .zip(u64::try_from(b.metaDataLength()).ok())
+                .zip(u64::try_from(b.bodyLength()).ok())
+                .map(|((offset, meta_len), body_len)| Block {
+                    offset,
+                    meta_len,
+                    body_len,
+                })
+                .filter(|b| {
+                    b.offset
+                        .checked_add(b.meta_len)
+                        .and_then(|e| e.checked_add(b.body_len))
+                        .is_some_and(|end| end <= footer_start)
+                });
+            block.ok_or_else(|| {
+                bad(format!(
+                    "the block at {} (+{} +{}) does not lie inside the data",
+                    b.offset(),
+                    b.metaDataLength(),
+                    b.bodyLength()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The IPC body compression named by a compression option: `none`, `lz4` or `zstd[:level]`.
@@ -183,10 +610,6 @@ pub struct IpcBatch {
     pub compression: Option<String>,
 }
 
-fn bad(message: impl Into<String>) -> Error {
-    Error::new(ErrorClass::Arrow, message)
-}
-
 /// What one message's metadata says.
 struct MessageInfo {
     header: MessageHeader,
@@ -266,65 +689,28 @@ pub fn describe_file(path: &Path) -> Result<IpcInfo> {
 fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
     let mut file = File::open(path)?;
     let size = file.metadata()?.len();
-    if size < 18 {
-        return Err(bad(format!(
-            "the file is {size} bytes, too small for an Arrow IPC file"
-        )));
-    }
-    let mut tail = [0u8; 10];
-    file.seek(SeekFrom::End(-10))?;
-    file.read_exact(&mut tail)?;
-    if &tail[4..] != b"ARROW1" {
-        return Err(bad("the file does not end in \"ARROW1\"").at_offset(size - 6));
-    }
-    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    if footer_len > size - 18 {
-        return Err(bad(format!(
-            "the footer length {footer_len} is larger than the file"
-        ))
-        .at_offset(size - 10));
-    }
-    let footer_start = size - 10 - footer_len;
-    let mut footer_bytes = vec![0u8; footer_len as usize];
-    file.seek(SeekFrom::Start(footer_start))?;
-    file.read_exact(&mut footer_bytes)?;
+    let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
     let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
         bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
     })?;
-
     let mut batches = Vec::new();
-    for block in footer.recordBatches().iter().flatten() {
-        let offset = u64::try_from(block.offset()).ok();
-        let meta_len = u64::try_from(block.metaDataLength()).ok();
-        let body_len = u64::try_from(block.bodyLength()).ok();
-        let (Some(offset), Some(meta_len), Some(body_len)) = (offset, meta_len, body_len) else {
-            return Err(bad("a record batch block has a negative offset or length"));
-        };
-        if offset
-            .checked_add(meta_len)
-            .and_then(|end| end.checked_add(body_len))
-            .is_none_or(|end| end > footer_start)
-        {
-            return Err(bad(format!(
-                "the record batch block at {offset} (+{meta_len} +{body_len}) runs past the data"
-            )));
-        }
-        let mut meta = vec![0u8; meta_len as usize];
-        file.seek(SeekFrom::Start(offset))?;
+    for block in blocks(footer.recordBatches(), footer_start)? {
+        let mut meta = vec![0u8; block.meta_len as usize];
+        file.seek(SeekFrom::Start(block.offset))?;
         file.read_exact(&mut meta)?;
-        let info = parse_message(message_flatbuffer(&meta, offset)?, offset)?;
+        let info = parse_message(message_flatbuffer(&meta, block.offset)?, block.offset)?;
         if info.header != MessageHeader::RecordBatch {
             return Err(bad(format!(
                 "the footer points at a {:?} message where a record batch should be",
                 info.header
             ))
-            .at_offset(offset));
+            .at_offset(block.offset));
         }
         batches.push(IpcBatch {
             rows: info.rows,
-            offset,
-            metadata_length: meta_len,
-            body_length: body_len,
+            offset: block.offset,
+            metadata_length: block.meta_len,
+            body_length: block.body_len,
             compression: info.compression,
         });
     }

@@ -86,6 +86,17 @@ pub(crate) fn arrow_error(error: ArrowError, path: &Path) -> Error {
     error.with_file(path)
 }
 
+/// Attaches the file name to any error on its way out of a function that knows the path.
+pub(crate) trait InFile<T> {
+    fn in_file(self, path: &Path) -> Result<T>;
+}
+
+impl<T, E: Into<Error>> InFile<T> for std::result::Result<T, E> {
+    fn in_file(self, path: &Path) -> Result<T> {
+        self.map_err(|e| e.into().with_file(path))
+    }
+}
+
 /// A projection split into what the format's reader is asked for (column indices in file
 /// order, each once) and the order the caller wants them in.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,9 +13,8 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::SchemaRef;
 use serde::Serialize;
 
-use super::{Adapted, ProjectionPlan};
+use super::{Adapted, InFile, ProjectionPlan};
 use crate::atomic::AtomicFile;
-use crate::error::ResultExt;
 use crate::{BatchWriter, Error, ReadOptions, Result, WriteOptions, WriteSummary};
 
 /// The zstd level written when `--compression zstd` names none (zstd's own default).
