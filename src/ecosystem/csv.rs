@@ -15,7 +15,9 @@ use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
 use crate::atomic::AtomicFile;
-use crate::{BatchWriter, Format, ReadOptions, Result, WriteOptions, WriteSummary};
+use crate::{
+    BatchWriter, Error, ErrorClass, Format, ReadOptions, Result, WriteOptions, WriteSummary,
+};
 
 fn csv_format() -> CsvFormat {
     CsvFormat::default().with_header(true)
@@ -51,7 +53,7 @@ pub(crate) fn open(
     }
     let mut builder = ReaderBuilder::new(schema)
         .with_format(csv_format())
-        .with_batch_size(super::batch_size(options));
+        .with_batch_size(super::parsing_batch_size(options));
     let mut order = None;
     if let Some(plan) = plan {
         builder = builder.with_projection(plan.read);
@@ -74,9 +76,25 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Nested columns (lists, structs) cannot be written: the first batch fails.
+    /// Nested columns (lists, structs, maps) have no CSV form and are refused.
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
         super::no_compression(Format::Csv, options, path)?;
+        if let Some((i, field)) = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.data_type().is_nested())
+        {
+            return Err(Error::new(
+                ErrorClass::UnsupportedType,
+                format!(
+                    "CSV has no form for a {} column; leave it out, or write parquet, arrow or ndjson",
+                    field.data_type()
+                ),
+            )
+            .with_column(i, Some(field.name()))
+            .with_file(path));
+        }
         let file = AtomicFile::create(path)?;
         Ok(Writer {
             inner: WriterBuilder::new().with_header(true).build(file),

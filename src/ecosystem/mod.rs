@@ -77,6 +77,15 @@ pub(crate) fn batch_size(options: &ReadOptions) -> usize {
     options.batch_size.clamp(1, MAX_BATCH_SIZE)
 }
 
+/// The batch size for a reader that parses rows as it goes (CSV, NDJSON): no larger than the
+/// row limit, so that it stops parsing where the limit does.
+pub(crate) fn parsing_batch_size(options: &ReadOptions) -> usize {
+    match options.limit {
+        Some(limit) => batch_size(options).min(limit.max(1)),
+        None => batch_size(options),
+    }
+}
+
 /// Converts an error of the Arrow or Parquet libraries into ours, naming the file.
 pub(crate) fn arrow_error(error: ArrowError, path: &Path) -> Error {
     let error = match error {

@@ -40,7 +40,7 @@ pub(crate) fn open(
         None => (Arc::new(schema), None, true),
     };
     let reader = ReaderBuilder::new(schema.clone())
-        .with_batch_size(super::batch_size(options))
+        .with_batch_size(super::parsing_batch_size(options))
         .with_strict_mode(strict)
         .build(reader)
         .in_file(path)?;
