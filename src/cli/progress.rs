@@ -67,11 +67,11 @@ fn make_bar(total: Option<u64>) -> ProgressBar {
     let (bar, template) = match total {
         Some(total) => (
             ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr()),
-            "{elapsed_precise} [{wide_bar}] {human_pos}/{human_len} rows ({per_sec}, {eta} left)",
+            "{elapsed_precise} [{wide_bar}] {human_pos}/{human_len} rows, {eta} left",
         ),
         None => (
             ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
-            "{spinner} {elapsed_precise} {human_pos} rows ({per_sec})",
+            "{spinner} {elapsed_precise} {human_pos} rows",
         ),
     };
     if let Ok(style) = ProgressStyle::with_template(template) {

@@ -147,7 +147,7 @@ fn column_rows(label: &str, column: &ColumnInfo, columns: &mut Table, buffers: &
                 kind.to_string(),
                 b.file_offset().to_string(),
                 b.length.to_string(),
-                (b.file_offset() + b.length).to_string(),
+                b.file_offset().saturating_add(b.length).to_string(),
             ]);
         }
     }
