@@ -293,6 +293,29 @@ fn next_message(
     pos: &mut u64,
     size: u64,
 ) -> Result<Option<(Vec<u8>, Buffer)>> {
+    let Some(header) = next_message_header(reader, pos, size)? else {
+        return Ok(None);
+    };
+    let body = read_body(reader, header.body_len)?;
+    *pos += header.body_len;
+    Ok(Some((header.meta, body)))
+}
+
+/// A stream message read up to its body.
+struct MessageHeaderBytes {
+    start: u64,
+    meta: Vec<u8>,
+    body_len: u64,
+}
+
+/// Reads the next message's length prefix and metadata at `pos`, leaving the reader at its
+/// body (which is checked to fit in the file); `None` at the end-of-stream marker or the end
+/// of the file.
+fn next_message_header(
+    reader: &mut BufReader<File>,
+    pos: &mut u64,
+    size: u64,
+) -> Result<Option<MessageHeaderBytes>> {
     let start = *pos;
     if start == size {
         return Ok(None);
@@ -332,9 +355,11 @@ fn next_message(
             ))
             .at_offset(start)
         })?;
-    let body = read_body(reader, body_len)?;
-    *pos += body_len;
-    Ok(Some((meta, body)))
+    Ok(Some(MessageHeaderBytes {
+        start,
+        meta,
+        body_len,
+    }))
 }
 
 /// Checks a record batch's nodes and buffers against its body, before Arrow trusts them.
@@ -614,7 +639,6 @@ pub struct IpcBatch {
 struct MessageInfo {
     header: MessageHeader,
     version: String,
-    body_length: u64,
     rows: u64,
     compression: Option<String>,
     metadata_keys: Vec<String>,
@@ -625,8 +649,6 @@ fn parse_message(bytes: &[u8], offset: u64) -> Result<MessageInfo> {
     let message = arrow::ipc::root_as_message(bytes).map_err(|e| {
         bad(format!("the message is not a valid Arrow IPC message: {e}")).at_offset(offset)
     })?;
-    let body_length = u64::try_from(message.bodyLength())
-        .map_err(|_| bad("the message body length is negative").at_offset(offset))?;
     let (rows, compression) = match message.header_as_record_batch() {
         Some(batch) => (
             u64::try_from(batch.length())
@@ -647,7 +669,6 @@ fn parse_message(bytes: &[u8], offset: u64) -> Result<MessageInfo> {
     Ok(MessageInfo {
         header: message.header_type(),
         version: format!("{:?}", message.version()),
-        body_length,
         rows,
         compression,
         metadata_keys,
@@ -753,48 +774,18 @@ fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
     };
     let mut seen_schema = false;
     loop {
-        let start = pos;
-        if pos == size {
+        let before = pos;
+        let Some(header) = next_message_header(&mut reader, &mut pos, size)? else {
+            // The end-of-stream marker was read, or the file just ended.
+            info.end_of_stream_marker = Some(pos > before);
             break;
-        }
-        let mut word = [0u8; 4];
-        let read_word = |reader: &mut BufReader<File>, word: &mut [u8; 4], pos: &mut u64| {
-            reader.read_exact(word).map_err(|_| {
-                bad("the stream is cut short inside a message header").at_offset(*pos)
-            })?;
-            *pos += 4;
-            Ok::<u32, Error>(u32::from_le_bytes(*word))
         };
-        let mut len = read_word(&mut reader, &mut word, &mut pos)?;
-        if len == 0xFFFF_FFFF {
-            len = read_word(&mut reader, &mut word, &mut pos)?;
-        }
-        if len == 0 {
-            info.end_of_stream_marker = Some(true);
-            break;
-        }
-        let len = u64::from(len);
-        if len > size - pos {
-            return Err(bad(format!(
-                "a message's metadata length {len} runs past the end of the stream"
-            ))
-            .at_offset(start));
-        }
-        let mut meta = vec![0u8; len as usize];
-        reader.read_exact(&mut meta)?;
-        pos += len;
-        let message = parse_message(&meta, start)?;
-        if message.body_length > size - pos {
-            return Err(bad(format!(
-                "a message's body length {} runs past the end of the stream",
-                message.body_length
-            ))
-            .at_offset(start));
-        }
-        let skip = i64::try_from(message.body_length)
+        let start = header.start;
+        let message = parse_message(&header.meta, start)?;
+        let skip = i64::try_from(header.body_len)
             .map_err(|_| bad("a message's body length is out of range").at_offset(start))?;
         reader.seek_relative(skip)?;
-        pos += message.body_length;
+        pos += header.body_len;
         match message.header {
             MessageHeader::Schema => {
                 if seen_schema {
@@ -810,8 +801,8 @@ fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
                 info.batches.push(IpcBatch {
                     rows: message.rows,
                     offset: start,
-                    metadata_length: pos - start - message.body_length,
-                    body_length: message.body_length,
+                    metadata_length: pos - start - header.body_len,
+                    body_length: header.body_len,
                     compression: message.compression,
                 })
             }
