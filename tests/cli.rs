@@ -7,9 +7,10 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use arrow::compute::{cast, concat_batches};
+use arrow_array::types::Int16Type;
 use arrow_array::{
-    ArrayRef, BooleanArray, Date32Array, Float64Array, Int32Array, Int64Array, ListArray,
-    RecordBatch, StringArray, TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Date32Array, DictionaryArray, Float64Array, Int32Array, Int64Array,
+    ListArray, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::SchemaRef;
 use arrowsmith::{Format, ReadOptions, WriteOptions};
@@ -94,7 +95,8 @@ fn plain_batch(rows: usize) -> RecordBatch {
     .unwrap()
 }
 
-/// Types only the binary formats keep exactly: Int32, timestamps with a zone, lists.
+/// Types only the binary formats keep exactly: Int32, timestamps with a zone, lists,
+/// dictionaries.
 fn rich_batch() -> RecordBatch {
     let ints = Int32Array::from(vec![Some(1), None, Some(i32::MIN), Some(i32::MAX)]);
     let times = TimestampMicrosecondArray::from(vec![Some(0), Some(-1), None, Some(1 << 50)])
@@ -105,10 +107,14 @@ fn rich_batch() -> RecordBatch {
         Some(vec![]),
         Some(vec![Some(3)]),
     ]);
+    let dict: DictionaryArray<Int16Type> = vec![Some("b"), Some("a"), None, Some("b")]
+        .into_iter()
+        .collect();
     RecordBatch::try_from_iter([
         ("ints", Arc::new(ints) as ArrayRef),
         ("times", Arc::new(times) as ArrayRef),
         ("lists", Arc::new(lists) as ArrayRef),
+        ("dict", Arc::new(dict) as ArrayRef),
     ])
     .unwrap()
 }
@@ -412,6 +418,54 @@ fn arrow_ipc_output_can_be_compressed() {
         assert_ok(&verify);
         assert!(stdout(&verify).contains("verify: ok"));
         assert_same_values(&batch, &read_one(&output, format(to)), codec);
+    }
+}
+
+#[test]
+fn damaged_compressed_ipc_fails_cleanly() {
+    // Arrow allocates whatever a compressed buffer's length prefix claims: a damaged prefix
+    // must be an error, not an abort on an impossible allocation.
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    let input = dir.path().join("in.parquet");
+    write(&input, Format::Parquet, &batch, 1000);
+    for (to, codec) in [("arrows", "zstd"), ("arrow", "lz4")] {
+        let good = dir.path().join(format!("good.{to}"));
+        assert_ok(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&good),
+            "--compression",
+            codec,
+        ]));
+        let report = inspect_json(&good);
+        let first = &report["structure"]["batches"][0];
+        let body = (first["offset"].as_u64().unwrap() + first["metadata_length"].as_u64().unwrap())
+            as usize;
+        let bytes = std::fs::read(&good).unwrap();
+        for claim in [1i64 << 60, 3, -7] {
+            let mut damaged = bytes.clone();
+            // The body starts with the first buffer (the id column has no nulls, so no
+            // validity buffer): its 8-byte uncompressed length.
+            damaged[body..body + 8].copy_from_slice(&claim.to_le_bytes());
+            let path = dir.path().join(format!("damaged.{to}"));
+            std::fs::write(&path, &damaged).unwrap();
+            let out_path = dir.path().join("out.parquet");
+            for args in [
+                vec!["convert", p(&path), p(&out_path)],
+                vec!["inspect", p(&path), "--verify"],
+                vec!["head", p(&path)],
+            ] {
+                let out = arrowsmith(&args);
+                assert_fails(&out, 1, "damaged.");
+                assert!(
+                    stderr(&out).contains("compressed buffer"),
+                    "{}",
+                    stderr(&out)
+                );
+            }
+            assert!(!out_path.exists());
+        }
     }
 }
 
