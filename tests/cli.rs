@@ -939,3 +939,45 @@ fn huge_numbers_are_taken_in_stride() {
     }
     assert_ok(&arrowsmith(&["head", p(&input), "-n", &max]));
 }
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_conversion_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.parquet");
+    let batch = plain_batch(100_000);
+    let options = WriteOptions {
+        format: Some(Format::Parquet),
+        compression: Some("snappy".into()),
+        ..Default::default()
+    };
+    let mut writer = arrowsmith::create(&input, batch.schema(), &options).unwrap();
+    for _ in 0..10 {
+        writer.write(&batch).unwrap();
+    }
+    writer.finish().unwrap();
+
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let output = dir.path().join("out.csv");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+            .args(["convert", p(&input), p(&output), "--batch-size", "10000"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        // SAFETY: signals our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        match out.status.code() {
+            // A fast machine may have finished first: then the output is whole.
+            Some(0) => assert_eq!(read_one(&output, Format::Csv).num_rows(), 1_000_000),
+            code => {
+                assert_eq!(code, Some(128 + signal), "stderr: {}", stderr(&out));
+                assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+                assert!(!output.exists());
+            }
+        }
+        let _ = std::fs::remove_file(&output);
+        assert_only(dir.path(), &["big.parquet"]);
+    }
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use arrowsmith::{CollisionPolicy, Error, Format, ReadOptions, WriteOptions};
 
 use super::progress::Progress;
-use super::{input_format, print_err, projection, CliResult, ConvertArgs};
+use super::{input_format, print_err, projection, CliResult, ConvertArgs, Failure};
 
 pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
@@ -42,6 +42,14 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         },
     };
 
+    super::interrupt::install();
+    let interrupted = || match super::interrupt::received() {
+        Some(signal) => Err(Failure::Interrupted {
+            signal,
+            output: args.output.clone(),
+        }),
+        None => Ok(()),
+    };
     let reader = arrowsmith::open(&args.input, &read_options)?;
     let mut writer = arrowsmith::create(&args.output, reader.schema(), &write_options)?;
     let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
@@ -51,7 +59,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             .write(&batch)
             .map_err(|e| e.with_file(&args.output))?;
         progress.add(batch.num_rows());
+        interrupted()?;
     }
+    interrupted()?;
     let summary = writer.finish().map_err(|e| e.with_file(&args.output))?;
     progress.finish();
     for warning in &summary.warnings {

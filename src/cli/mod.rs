@@ -9,6 +9,7 @@ mod convert;
 mod formats;
 mod head;
 mod inspect;
+mod interrupt;
 mod progress;
 mod table;
 
@@ -141,6 +142,8 @@ pub(crate) enum Failure {
     Error(Error),
     /// Whoever read our standard output went away: stop quietly.
     BrokenPipe,
+    /// A signal stopped the command; the unfinished output was removed.
+    Interrupted { signal: i32, output: PathBuf },
 }
 
 impl From<Error> for Failure {
@@ -232,6 +235,13 @@ pub fn main() -> ExitCode {
 
     match outcome {
         Ok(Ok(())) | Ok(Err(Failure::BrokenPipe)) => ExitCode::SUCCESS,
+        Ok(Err(Failure::Interrupted { signal, output })) => {
+            print_err(&format!(
+                "error: {}: interrupted by signal {signal}; nothing was written",
+                output.display()
+            ));
+            ExitCode::from(u8::try_from(128 + signal).unwrap_or(130))
+        }
         Ok(Err(Failure::Error(e))) => {
             print_err(&format!("error: {e}"));
             if e.class().is_usage() {
