@@ -140,7 +140,7 @@ pub struct CsvInfo {
     pub inference_limit: usize,
 }
 
-/// Infers the schema of a CSV file as [`open`] does.
+/// Infers the schema of a CSV file as reading it does.
 pub fn describe(path: &Path) -> Result<CsvInfo> {
     let mut reader = BufReader::new(File::open(path).in_file(path)?);
     let (_, records) = infer(&mut reader, path)?;

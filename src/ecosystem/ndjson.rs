@@ -96,7 +96,7 @@ pub struct NdjsonInfo {
     pub inference_limit: usize,
 }
 
-/// Infers the schema of an NDJSON file as [`open`] does.
+/// Infers the schema of an NDJSON file as reading it does.
 pub fn describe(path: &Path) -> Result<NdjsonInfo> {
     let mut reader = BufReader::new(File::open(path).in_file(path)?);
     let (_, records) = infer(&mut reader, path)?;
