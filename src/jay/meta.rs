@@ -13,7 +13,7 @@ pub(crate) const HEADER_LEN: u64 = 8;
 /// Bytes after the meta: `meta_size` and the trailer.
 pub(crate) const FOOTER_LEN: u64 = 16;
 pub(crate) const HEADER: &[u8; 8] = b"JAY1\0\0\0\0";
-pub(crate) const TRAILER: &[u8; 8] = b"\0\0\0\01JAY";
+pub(crate) const TRAILER: &[u8; 8] = b"\0\0\0\0\x31JAY";
 
 /// One buffer of a column: a byte range of the data section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
