@@ -472,84 +472,89 @@ impl Decoder<'_> {
         start: usize,
         len: usize,
     ) -> Result<ArrayRef> {
-        let raw = self.raw_offsets(col, start, len);
-        let na_bit: u64 = if col.offset_width == 4 {
-            1 << 31
+        if col.offset_width == 4 {
+            self.string_with::<O, u32>(col, start, len)
         } else {
-            1 << 63
-        };
-        let strdata_len = col.strdata.map_or(0, |b| b.length);
-        let offsets_at =
-            |i: usize| (col.data.unwrap().start() + (start + i) * col.offset_width as usize) as u64;
-
-        let mut has_na_bit = false;
-        let mut previous = raw.get(0) & !na_bit;
-        has_na_bit |= raw.get(0) & na_bit != 0;
-        for i in 1..=len {
-            let r = raw.get(i);
-            has_na_bit |= r & na_bit != 0;
-            let masked = r & !na_bit;
-            if masked < previous || masked > strdata_len {
-                let what = if masked < previous {
-                    format!("string offset {masked} is below the previous offset {previous}")
-                } else {
-                    format!("string offset {masked} is past the {strdata_len} bytes of string data")
-                };
-                return Err(Error::new(ErrorClass::BadOffsets, what)
-                    .at_row((start + i - 1) as u64)
-                    .at_offset(offsets_at(i)));
-            }
-            previous = masked;
+            self.string_with::<O, u64>(col, start, len)
         }
-        if raw.get(0) & !na_bit > strdata_len {
-            return Err(Error::new(
-                ErrorClass::BadOffsets,
+    }
+
+    /// Strings whose stored offsets are `R` (u32 or u64, each with its NA bit on top).
+    fn string_with<O: OffsetSizeTrait, R: StoredOffset>(
+        &self,
+        col: &ColumnInfo,
+        start: usize,
+        len: usize,
+    ) -> Result<ArrayRef> {
+        let raw: ScalarBuffer<R> = self.values(col.data, start, len + 1);
+        let strdata_len = col.strdata.map_or(0, |b| b.length);
+        let offsets_at = |i: usize| (col.data.unwrap().start() + (start + i) * R::WIDTH) as u64;
+        let masked = |i: usize| raw[i].masked();
+
+        // One pass that the compiler vectorises: any NA bit, any decrease, any overrun.
+        let any_na_bit = raw
+            .iter()
+            .fold(R::default(), |acc, &r| acc | r)
+            .has_na_bit();
+        let ordered = raw
+            .windows(2)
+            .fold(true, |ok, w| ok & (w[1].masked() >= w[0].masked()));
+        if !ordered || masked(len) > strdata_len {
+            let bad = (0..=len)
+                .find(|&i| masked(i) > strdata_len || (i > 0 && masked(i) < masked(i - 1)))
+                .unwrap_or(len);
+            let what = if masked(bad) <= strdata_len {
+                format!(
+                    "string offset {} is below the previous offset {}",
+                    masked(bad),
+                    masked(bad - 1)
+                )
+            } else {
                 format!(
                     "string offset {} is past the {strdata_len} bytes of string data",
-                    raw.get(0) & !na_bit
-                ),
-            )
-            .at_offset(offsets_at(0)));
+                    masked(bad)
+                )
+            };
+            return Err(Error::new(ErrorClass::BadOffsets, what)
+                .at_row((start + bad).saturating_sub(1) as u64)
+                .at_offset(offsets_at(bad)));
         }
 
-        let first = (raw.get(0) & !na_bit) as usize;
-        let last = (raw.get(len) & !na_bit) as usize;
+        let first = masked(0) as usize;
+        let last = masked(len) as usize;
         let strdata = self.slice(col.strdata, 0, strdata_len as usize);
-        let text = &strdata[first..last];
-        if let Err(e) = simdutf8::compat::from_utf8(text) {
+        if let Err(e) = simdutf8::compat::from_utf8(&strdata[first..last]) {
             return Err(
                 Error::new(ErrorClass::InvalidUtf8, "string data is not valid UTF-8")
                     .at_offset((col.strdata.unwrap().start() + first + e.valid_up_to()) as u64),
             );
         }
-        for i in 0..=len {
-            let at = (raw.get(i) & !na_bit) as usize;
-            if at < strdata.len() && (strdata[at] & 0xC0) == 0x80 {
-                return Err(Error::new(
-                    ErrorClass::InvalidUtf8,
-                    format!("string offset {at} splits a UTF-8 character"),
-                )
-                .at_row((start + i).saturating_sub(1) as u64)
-                .at_offset(offsets_at(i)));
-            }
+        let splits_char = |i: usize| {
+            let at = masked(i) as usize;
+            at < strdata.len() && (strdata[at] & 0xC0) == 0x80
+        };
+        if let Some(i) = (0..=len).find(|&i| splits_char(i)) {
+            return Err(Error::new(
+                ErrorClass::InvalidUtf8,
+                format!("string offset {} splits a UTF-8 character", masked(i)),
+            )
+            .at_row((start + i).saturating_sub(1) as u64)
+            .at_offset(offsets_at(i)));
         }
 
-        let offsets: ScalarBuffer<O> = match (&raw, has_na_bit) {
-            (RawOffsets::U32(v), false) if O::IS_LARGE == false => {
-                ScalarBuffer::new(v.inner().clone(), 0, len + 1)
-            }
-            (RawOffsets::U64(v), false) if O::IS_LARGE => {
-                ScalarBuffer::new(v.inner().clone(), 0, len + 1)
-            }
-            _ => (0..=len)
-                .map(|i| O::usize_as((raw.get(i) & !na_bit) as usize))
-                .collect(),
+        let offsets: ScalarBuffer<O> = if !any_na_bit && R::WIDTH == std::mem::size_of::<O>() {
+            // The stored offsets are already Arrow offsets.
+            ScalarBuffer::new(raw.inner().clone(), 0, len + 1)
+        } else {
+            raw.iter()
+                .map(|r| O::usize_as(r.masked() as usize))
+                .collect()
         };
         let na_bits =
-            has_na_bit.then(|| NullBuffer::new(pack_bits(len, |i| raw.get(i + 1) & na_bit == 0)));
+            any_na_bit.then(|| NullBuffer::new(pack_bits(len, |i| !raw[i + 1].has_na_bit())));
         let nulls = sentinel::intersect_validity(self.validity(col, start, len).flatten(), na_bits);
-        // SAFETY: the offsets were checked above to be non-negative and non-decreasing, inside
-        // the string data, and on character boundaries of text that is valid UTF-8.
+        // SAFETY: the offsets were checked above to be non-decreasing, inside the string data,
+        // and on character boundaries of text that is valid UTF-8.
         let array = unsafe {
             GenericStringArray::<O>::new_unchecked(
                 OffsetBuffer::new_unchecked(offsets),
@@ -624,5 +629,36 @@ impl RawOffsets {
             RawOffsets::U32(v) => v[i] as u64,
             RawOffsets::U64(v) => v[i],
         }
+    }
+}
+
+/// A stored string offset: u32 (Str32) or u64 (Str64), whose top bit marks the row as NA.
+trait StoredOffset: ArrowNativeType + Default + std::ops::BitOr<Output = Self> {
+    const WIDTH: usize;
+    fn masked(self) -> u64;
+    fn has_na_bit(self) -> bool;
+}
+
+impl StoredOffset for u32 {
+    const WIDTH: usize = 4;
+    #[inline(always)]
+    fn masked(self) -> u64 {
+        (self & !(1 << 31)) as u64
+    }
+    #[inline(always)]
+    fn has_na_bit(self) -> bool {
+        self >> 31 != 0
+    }
+}
+
+impl StoredOffset for u64 {
+    const WIDTH: usize = 8;
+    #[inline(always)]
+    fn masked(self) -> u64 {
+        self & !(1 << 63)
+    }
+    #[inline(always)]
+    fn has_na_bit(self) -> bool {
+        self >> 63 != 0
     }
 }
