@@ -2298,3 +2298,125 @@ fn write_speed() {
     );
     run("one batch", std::slice::from_ref(&whole), fast);
 }
+
+#[test]
+fn keys_of_every_comparable_type() {
+    let day = 86_400_000i64;
+    let columns: Vec<(DataType, ArrayRef)> = vec![
+        (
+            DataType::Boolean,
+            Arc::new(BooleanArray::from(vec![None, Some(false), Some(true)])),
+        ),
+        (
+            DataType::UInt64,
+            Arc::new(UInt64Array::from(vec![
+                None,
+                Some(0),
+                Some(u32::MAX as u64 + 1),
+            ])),
+        ),
+        (
+            DataType::Float16,
+            Arc::new(Float16Array::from(vec![
+                None,
+                Some(half::f16::NEG_INFINITY),
+                Some(half::f16::ONE),
+            ])),
+        ),
+        (
+            DataType::LargeUtf8,
+            Arc::new(LargeStringArray::from(vec![None, Some(""), Some("a")])),
+        ),
+        (
+            DataType::Utf8View,
+            Arc::new(StringViewArray::from(vec![None, Some("Z"), Some("a")])),
+        ),
+        (
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            // Keys out of value order: the key sorts by value ("b" < "c"), not by dictionary key.
+            Arc::new(DictionaryArray::<Int32Type>::new(
+                Int32Array::from(vec![None, Some(1), Some(0)]),
+                Arc::new(StringArray::from(vec!["c", "b"])),
+            )),
+        ),
+        (
+            DataType::Date64,
+            Arc::new(Date64Array::from(vec![None, Some(-day), Some(day)])),
+        ),
+        (
+            ts(TimeUnit::Millisecond, Some("UTC")),
+            Arc::new(
+                TimestampMillisecondArray::from(vec![None, Some(-1), Some(1)]).with_timezone("UTC"),
+            ),
+        ),
+    ];
+    for (data_type, array) in columns {
+        let schema = keyed(schema_of(vec![field("k", data_type.clone())]), "1");
+        let sorted = batch_of(&schema, vec![array.clone()]);
+        let w = write(&schema, &[sorted.slice(0, 2), sorted.slice(2, 1)]);
+        assert_eq!(w.info.nkeys, 1, "{data_type}: {:?}", w.summary.warnings);
+        let reversed =
+            arrow::compute::take(&array, &UInt32Array::from(vec![2, 1, 0]), None).unwrap();
+        let w = write(&schema, &[batch_of(&schema, vec![reversed])]);
+        assert_eq!(w.info.nkeys, 0, "{data_type}");
+    }
+    // A void key column is all NA: unique only with at most one row.
+    let schema = keyed(schema_of(vec![field("v", DataType::Null)]), "1");
+    let one = batch_of(&schema, vec![Arc::new(NullArray::new(1))]);
+    assert_eq!(write(&schema, std::slice::from_ref(&one)).info.nkeys, 1);
+    assert_eq!(write(&schema, &[one.clone(), one]).info.nkeys, 0);
+}
+
+/// Peak memory while writing a 10M-row, 208 MB file from batches generated one at a time:
+/// about the memory limit plus a batch, not the file size. Process-wide, so run it alone:
+/// `cargo test --release --test jay_writer peak_memory -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement of the whole process: run it alone"]
+fn peak_memory() {
+    fn peak_rss_mb() -> f64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+            / 1024.0
+    }
+    let rows = 10_000_000usize;
+    let schema = schema_of(vec![
+        field("i32", DataType::Int32),
+        field("f64", DataType::Float64),
+        field("s32", DataType::Utf8),
+    ]);
+    let make = |range: std::ops::Range<usize>| {
+        let na = |i: usize| i % 97 == 0;
+        batch_of(
+            &schema,
+            vec![
+                Arc::new(Int32Array::from_iter(
+                    range.clone().map(|i| (!na(i)).then_some(i as i32)),
+                )),
+                Arc::new(Float64Array::from_iter(
+                    range.clone().map(|i| (!na(i)).then_some(i as f64 * 0.5)),
+                )),
+                Arc::new(StringArray::from_iter(
+                    range.map(|i| (!na(i)).then(|| (i % 100_003).to_string())),
+                )),
+            ],
+        )
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let before = peak_rss_mb();
+    let limit = 32 << 20;
+    let path = dir.path().join("big.jay");
+    let mut w = Writer::try_new(&path, schema.clone(), options().with_memory_limit(limit)).unwrap();
+    for start in (0..rows).step_by(65_536) {
+        w.write(&make(start..(start + 65_536).min(rows))).unwrap();
+    }
+    w.finish().unwrap();
+    let size = std::fs::metadata(&path).unwrap().len() as f64 / 1e6;
+    let grew = peak_rss_mb() - before;
+    println!("file {size:.0} MB, memory limit 32 MiB: peak RSS grew by {grew:.0} MB");
+    assert!(grew < 100.0, "peak memory grew by {grew} MB");
+}
