@@ -1342,9 +1342,22 @@ fn batches_of_another_schema_are_refused() {
             Arc::new(Int32Array::from(vec![1])),
         ],
     );
-    let err = write_err(&schema, &[batch], options());
+    let err = write_err(&schema, std::slice::from_ref(&batch), options());
     assert_eq!(err.class(), ErrorClass::InvalidArgument);
     assert_eq!(err.column().unwrap().index, 1);
+    // A refused batch leaves the writer usable.
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Writer::try_new(dir.path().join("x.jay"), schema.clone(), options()).unwrap();
+    assert!(writer.write(&batch).is_err());
+    let good = batch_of(
+        &schema,
+        vec![
+            Arc::new(Int32Array::from(vec![1])),
+            Arc::new(StringArray::from(vec!["s"])),
+        ],
+    );
+    writer.write(&good).unwrap();
+    assert_eq!(writer.finish().unwrap().rows, 1);
 
     // Types that map to the same Jay type are accepted (UInt32 and UInt64 are both Int64;
     // a dictionary's key type does not matter; Utf8View is Str32 like Utf8).
@@ -1499,6 +1512,7 @@ fn spill_dir_is_where_spooling_happens() {
     );
     assert_eq!(err.class(), ErrorClass::Io);
     assert!(err.to_string().contains("gone"), "{err}");
+    assert!(err.file().is_some_and(|f| f.ends_with("out.jay")), "{err}");
     // Within the memory limit the spill directory is never touched.
     try_write(&schema, &batches, options().with_spill_dir(&missing)).unwrap();
 }

@@ -226,7 +226,8 @@ impl Writer {
     }
 
     /// Like [`Writer::try_new`], but `finish()` writes the file into `sink` (a pipe, a socket,
-    /// a buffer). Nothing is written to the sink before `finish()`.
+    /// a buffer). Nothing is written to the sink before `finish()`; if `finish()` fails, the
+    /// sink may have received part of the file.
     pub fn try_new_to_sink(
         sink: Box<dyn Write + Send>,
         schema: SchemaRef,
@@ -299,22 +300,26 @@ impl Writer {
     }
 
     /// Appends the rows of `batch`, whose columns must have the writer's schema's types (or
-    /// types that map to the same Jay types). After an error the writer accepts nothing more
-    /// and `finish()` fails; the target is left untouched.
+    /// types that map to the same Jay types).
+    ///
+    /// A batch of the wrong shape is refused and the writer goes on. Any other error (a value
+    /// that cannot be stored, a failing spool file) leaves the writer unusable: later writes
+    /// and `finish()` fail, and the target is left untouched.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if self.failed {
             return Err(self.locate(Error::invalid_argument(
                 "an earlier write to this Jay writer failed; it cannot continue",
             )));
         }
-        let result = self.write_batch(batch);
+        self.check_batch(batch)?;
+        let result = self.append_batch(batch);
         if result.is_err() {
             self.failed = true;
         }
         result
     }
 
-    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+    fn check_batch(&self, batch: &RecordBatch) -> Result<()> {
         let ncols = self.mappings.len();
         if batch.num_columns() != ncols {
             return Err(self.locate(Error::invalid_argument(format!(
@@ -334,7 +339,11 @@ impl Writer {
                 ));
             }
         }
+        Ok(())
+    }
 
+    fn append_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let ncols = self.mappings.len();
         let columns = batch.columns();
         let parallel = ncols > 1 && batch.num_rows().saturating_mul(ncols) >= 1 << 15;
         let append = |(encoder, column): (&mut Box<dyn Encoder>, &arrow_array::ArrayRef)| {
@@ -372,16 +381,20 @@ impl Writer {
 
         let held: usize = self.encoders.iter().map(|e| e.held()).sum();
         if held > self.memory_limit {
-            for encoder in &mut self.encoders {
-                encoder
-                    .spill(&mut self.spool)
-                    .map_err(|e| spool_error(e, self.spool.dir()))?;
+            if let Err(e) = self.spill() {
+                let error = spool_error(e, self.spool.dir());
+                return Err(self.locate(error));
             }
-            self.spool
-                .flush()
-                .map_err(|e| spool_error(e, self.spool.dir()))?;
         }
         Ok(())
+    }
+
+    /// Moves every column's in-memory bytes to the spool file.
+    fn spill(&mut self) -> io::Result<()> {
+        for encoder in &mut self.encoders {
+            encoder.spill(&mut self.spool)?;
+        }
+        self.spool.flush()
     }
 
     /// Writes the file and, for a path, renames it over the target. Returns the number of rows
