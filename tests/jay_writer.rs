@@ -1796,8 +1796,16 @@ fn collisions_written_as_na_sort_as_na_in_keys() {
 #[test]
 #[ignore = "needs datatable: run scripts/test.sh"]
 fn datatable_reads_what_we_write() {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/venv/bin/python");
+    let python = std::env::var_os("JAY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/venv/bin/python"));
     let jaydump = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/jay/jaydump.py");
+    assert!(
+        python.exists() && jaydump.exists(),
+        "needs {} with datatable 1.1 (or JAY_PYTHON) and {}",
+        python.display(),
+        jaydump.display()
+    );
     let (schema, batches) = every_type();
     let w = write(&schema, &batches);
     let check = std::process::Command::new(&python)

@@ -1,10 +1,12 @@
 //! Column encoders: Arrow arrays in, Jay column buffers out (spec B3.2–B3.5).
 //!
 //! One encoder per column (and per array child) accumulates the column across batches in
-//! [`Stream`]s. Each `append` is a single pass over the batch's values that stores Jay's
-//! encoding (sentinels for nulls, NA bits in string offsets, rebased offsets) and, in the same
-//! pass, counts the NAs and tracks min/max. Encoders touch no file: they can run in parallel,
-//! and the writer moves their streams to the spool when its memory limit is reached.
+//! [`Stream`]s. Each `append` stores Jay's encoding of one batch (sentinels for nulls, NA bits
+//! in string offsets, rebased offsets) and, while the batch is still in cache, counts the NAs
+//! and tracks min/max: fixed-width values are copied once, their null slots overwritten, and
+//! summarised in vectorisable passes; values without nulls are not copied at all. Encoders
+//! touch no file: they run in parallel, and the writer moves their streams to the spool when
+//! its memory limit is reached.
 
 use std::io;
 
