@@ -35,7 +35,7 @@ use crate::sentinel::CollisionPolicy;
 use crate::{BatchWriter, Error, Result, WriteSummary};
 
 /// Encoded bytes the writer keeps in memory before it spills them to its spool file.
-pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
+const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
 
 /// The most text bytes or rows of a Str32 column, and elements of an Arr32 column: beyond
 /// it a column is written with 64-bit offsets (Str64, Arr64).
@@ -91,7 +91,7 @@ impl WriterOptions {
     }
 
     /// How many bytes of encoded column data the writer holds in memory before it moves
-    /// them to the spool file (default [`DEFAULT_MEMORY_LIMIT`]). 0 spills after every batch.
+    /// them to the spool file (default 256 MiB). 0 spills after every batch.
     /// Memory use is about this limit plus the batch being written.
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = bytes;
