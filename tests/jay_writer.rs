@@ -2276,10 +2276,26 @@ fn write_speed() {
         .collect();
     let whole = make(0..rows);
     let path = dir.path().join("bench.jay");
+    /// User + system CPU seconds of this process so far (Linux).
+    fn cpu_seconds() -> f64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let ticks: f64 = fields.get(11..13).map_or(0.0, |f| {
+            f.iter().map(|t| t.parse::<f64>().unwrap_or(0.0)).sum()
+        });
+        ticks / 100.0
+    }
     let run = |label: &str, batches: &[RecordBatch], options: WriterOptions| {
         let mut times = Vec::new();
+        let mut cpu = f64::MAX;
         for _ in 0..5 {
             let _ = std::fs::remove_file(&path);
+            let c = cpu_seconds();
             let t = std::time::Instant::now();
             let mut w = Writer::try_new(&path, schema.clone(), options.clone()).unwrap();
             for b in batches {
@@ -2288,11 +2304,13 @@ fn write_speed() {
             let written = t.elapsed().as_secs_f64();
             w.finish().unwrap();
             times.push((t.elapsed().as_secs_f64(), written));
+            cpu = cpu.min(cpu_seconds() - c);
         }
         times.sort_by(|a, b| a.0.total_cmp(&b.0));
         let size = std::fs::metadata(&path).unwrap().len() as f64;
         println!(
-            "{label:<40} best {:.3} s (write {:.3} + finish {:.3})  median {:.3} s  {:5.0} MB/s  ({:.1} MB)",
+            "{label:<40} best {:.3} s (write {:.3} + finish {:.3})  median {:.3} s  {:5.0} MB/s  \
+             cpu {cpu:.2} s  ({:.1} MB)",
             times[0].0,
             times[0].1,
             times[0].0 - times[0].1,
