@@ -299,14 +299,3 @@ impl From<Error> for ArrowError {
         ArrowError::ExternalError(Box::new(error))
     }
 }
-
-/// Attaches a file name to any error on its way out of a function that knows the path.
-pub(crate) trait ResultExt<T> {
-    fn in_file(self, path: &Path) -> Result<T>;
-}
-
-impl<T, E: Into<Error>> ResultExt<T> for std::result::Result<T, E> {
-    fn in_file(self, path: &Path) -> Result<T> {
-        self.map_err(|e| e.into().with_file(path))
-    }
-}

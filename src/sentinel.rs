@@ -8,6 +8,8 @@ use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, MutableBuffer, NullBu
 pub trait Sentinel: ArrowNativeType + PartialOrd {
     /// The value a writer stores for a missing value.
     const NA: Self;
+    /// Floats: every NaN is missing, and a validity bitmap does not make a NaN valid.
+    const IS_FLOAT: bool;
     /// Whether a stored value means "missing". For floats every NaN does.
     fn is_na(self) -> bool;
     /// Whether a valid Arrow value cannot be stored because it reads back as missing.
@@ -19,6 +21,7 @@ macro_rules! integer_sentinel {
     ($($t:ty),*) => {$(
         impl Sentinel for $t {
             const NA: Self = <$t>::MIN;
+            const IS_FLOAT: bool = false;
             #[inline(always)]
             fn is_na(self) -> bool { self == <$t>::MIN }
             #[inline(always)]
@@ -32,6 +35,7 @@ macro_rules! float_sentinel {
     ($($t:ty),*) => {$(
         impl Sentinel for $t {
             const NA: Self = <$t>::NAN;
+            const IS_FLOAT: bool = true;
             #[inline(always)]
             #[allow(clippy::eq_op)]
             fn is_na(self) -> bool { self != self }

@@ -32,9 +32,6 @@ impl BufferRange {
     pub(crate) fn start(&self) -> usize {
         self.file_offset() as usize
     }
-    pub(crate) fn end(&self) -> usize {
-        (self.file_offset() + self.length) as usize
-    }
 }
 
 /// The two ways a Jay column can be described (spec A1).

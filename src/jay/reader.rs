@@ -1,30 +1,181 @@
-//! Jay → Arrow. (Being written.)
+//! Jay → Arrow.
+//!
+//! A file is memory-mapped and its meta verified when it is opened; nothing else is read until
+//! a batch asks for rows. Each batch decodes only its rows of the selected columns, in
+//! parallel. Fixed-width values and string bytes are handed to Arrow without copying (the
+//! mapping is page-aligned and every Jay buffer starts at a multiple of 8), so a batch costs
+//! one scan for missing values per column plus, for strings, the UTF-8 check.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_array::types::{
+    ArrowPrimitiveType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
+    Int8Type, TimestampNanosecondType,
+};
+use arrow_array::{
+    ArrayRef, BooleanArray, GenericListArray, GenericStringArray, NullArray, OffsetSizeTrait,
+    PrimitiveArray, RecordBatch, RecordBatchOptions, RecordBatchReader,
+};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
+use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+use memmap2::Mmap;
+use rayon::prelude::*;
 
-use super::meta::FrameInfo;
-use crate::{Error, Projection, Result, DEFAULT_BATCH_SIZE};
+use super::mapping::{JayType, NKEYS_METADATA_KEY};
+use super::meta::{self, BufferRange, ColumnInfo, FrameInfo, Layout};
+use crate::error::{Error, ErrorClass, Result};
+use crate::sentinel::{self, pack_bits, Sentinel};
+use crate::{Projection, DEFAULT_BATCH_SIZE};
 
-/// An opened, verified Jay file.
+/// Rows × columns below which a batch is decoded on the calling thread.
+const PARALLEL_THRESHOLD: usize = 1 << 16;
+
+/// An opened, verified Jay file: its bytes (usually a memory map) and its description.
 pub struct JayFile {
+    path: Option<PathBuf>,
+    bytes: Buffer,
     info: FrameInfo,
+    schema: SchemaRef,
 }
 
 impl JayFile {
+    /// Memory-maps a file and verifies its envelope and meta. Files that cannot be mapped
+    /// (pipes, character devices) are read into memory instead.
     pub fn open(path: impl AsRef<Path>) -> Result<JayFile> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::from(e).with_file(path))?;
-        let info = super::meta::parse(&bytes).map_err(|e| e.with_file(path))?;
-        Ok(JayFile { info })
+        let bytes = map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
+        Self::from_buffer(bytes, Some(path.to_path_buf()))
     }
 
+    /// Reads a file into memory (no mapping): immune to the file being truncated while read.
+    pub fn open_copy(path: impl AsRef<Path>) -> Result<JayFile> {
+        let path = path.as_ref();
+        let bytes = read_aligned(path).map_err(|e| Error::from(e).with_file(path))?;
+        Self::from_buffer(bytes, Some(path.to_path_buf()))
+    }
+
+    /// Verifies Jay bytes held in memory.
+    pub fn from_bytes(bytes: impl Into<Buffer>) -> Result<JayFile> {
+        let mut bytes: Buffer = bytes.into();
+        if bytes.as_ptr().align_offset(8) != 0 {
+            bytes = aligned_copy(&bytes);
+        }
+        Self::from_buffer(bytes, None)
+    }
+
+    fn from_buffer(bytes: Buffer, path: Option<PathBuf>) -> Result<JayFile> {
+        let info = meta::parse(&bytes).map_err(|e| attach_path(e, path.as_deref()))?;
+        let fields: Vec<Field> = info
+            .columns
+            .iter()
+            .map(|c| {
+                Field::new(
+                    c.name.clone().unwrap_or_default(),
+                    c.jay_type.arrow_type(),
+                    true,
+                )
+            })
+            .collect();
+        let mut schema = Schema::new(fields);
+        if info.nkeys > 0 {
+            schema
+                .metadata
+                .insert(NKEYS_METADATA_KEY.to_owned(), info.nkeys.to_string());
+        }
+        Ok(JayFile {
+            path,
+            bytes,
+            info,
+            schema: Arc::new(schema),
+        })
+    }
+
+    /// The verified description: row count, keys, and every column's layout and buffers.
     pub fn info(&self) -> &FrameInfo {
         &self.info
     }
+
+    /// The Arrow schema of all columns.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Decodes every value of every column, checking all that a read checks.
+    pub fn verify(self: &Arc<Self>) -> Result<()> {
+        let reader = ReaderBuilder::new()
+            .with_batch_size(1 << 20)
+            .build_from_file(self.clone())?;
+        for batch in reader {
+            batch.map_err(Error::from)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes rows `[start, start + len)` of column `index`.
+    pub fn read_column(&self, index: usize, start: usize, len: usize) -> Result<ArrayRef> {
+        let column = self.info.columns.get(index).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "column index {index} is out of range: the file has {} columns",
+                self.info.columns.len()
+            ))
+        })?;
+        let rows = self.info.nrows as usize;
+        if start > rows || len > rows - start {
+            return Err(Error::invalid_argument(format!(
+                "rows [{start}, +{len}) are out of range: the file has {rows} rows"
+            )));
+        }
+        Decoder { bytes: &self.bytes }
+            .decode(column, start, len)
+            .map_err(|e| attach_path(e.with_column(index, column.name.as_deref()), self.path()))
+    }
+}
+
+fn attach_path(error: Error, path: Option<&Path>) -> Error {
+    match path {
+        Some(p) => error.with_file(p),
+        None => error,
+    }
+}
+
+fn map_or_read(path: &Path) -> std::io::Result<Buffer> {
+    let file = File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() || metadata.len() < 4096 {
+        return read_aligned(path);
+    }
+    // SAFETY: the map is read-only and private to this process. Another process truncating
+    // the file while it is mapped can fault the reader; `JayFile::open_copy` avoids that.
+    let map = unsafe { Mmap::map(&file)? };
+    let len = map.len();
+    let ptr = NonNull::new(map.as_ptr() as *mut u8).expect("a mapping is never null");
+    // SAFETY: `ptr` is valid for `len` bytes for as long as the `Mmap` lives, and the buffer
+    // keeps it alive.
+    Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) })
+}
+
+fn read_aligned(path: &Path) -> std::io::Result<Buffer> {
+    use std::io::Read;
+    let mut file = File::open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(aligned_copy(&bytes))
+}
+
+/// A copy in Arrow's own allocation, which is 64-byte aligned.
+fn aligned_copy(bytes: &[u8]) -> Buffer {
+    let mut buffer = MutableBuffer::new(bytes.len());
+    buffer.extend_from_slice(bytes);
+    buffer.into()
 }
 
 /// Builds a Jay [`Reader`].
@@ -33,6 +184,7 @@ pub struct ReaderBuilder {
     batch_size: usize,
     projection: Option<Projection>,
     limit: Option<usize>,
+    copy: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -41,6 +193,7 @@ impl Default for ReaderBuilder {
             batch_size: DEFAULT_BATCH_SIZE,
             projection: None,
             limit: None,
+            copy: false,
         }
     }
 }
@@ -49,40 +202,463 @@ impl ReaderBuilder {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Rows per batch (the last batch may be shorter). Default 65 536.
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self
     }
+
+    /// Reads only these columns, in this order, by index or by name.
     pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
         self.projection = Some(projection.into());
         self
     }
+
+    /// Reads at most this many rows.
     pub fn with_limit(mut self, limit: usize) -> Self {
         self.limit = Some(limit);
         self
     }
+
+    /// Reads the file into memory instead of mapping it.
+    pub fn with_copy(mut self, copy: bool) -> Self {
+        self.copy = copy;
+        self
+    }
+
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
-        let _file = JayFile::open(path)?;
+        let file = if self.copy {
+            JayFile::open_copy(path)?
+        } else {
+            JayFile::open(path)?
+        };
+        self.build_from_file(Arc::new(file))
+    }
+
+    /// A reader of Jay bytes already in memory.
+    pub fn build_from_bytes(self, bytes: impl Into<Buffer>) -> Result<Reader> {
+        self.build_from_file(Arc::new(JayFile::from_bytes(bytes)?))
+    }
+
+    pub fn build_from_file(self, file: Arc<JayFile>) -> Result<Reader> {
+        let all = file.schema();
+        let columns = match &self.projection {
+            None => (0..all.fields().len()).collect(),
+            Some(p) => p
+                .resolve(all.fields().iter().map(|f| f.name().as_str()))
+                .map_err(|e| attach_path(e, file.path()))?,
+        };
+        let schema = Arc::new(all.project(&columns)?);
+        let nrows = usize::try_from(file.info.nrows).map_err(|_| {
+            attach_path(
+                Error::new(
+                    ErrorClass::BadMeta,
+                    format!(
+                        "{} rows do not fit this machine's address space",
+                        file.info.nrows
+                    ),
+                ),
+                file.path(),
+            )
+        })?;
+        let end = self.limit.map_or(nrows, |l| l.min(nrows));
         Ok(Reader {
-            schema: Arc::new(Schema::empty()),
+            file,
+            schema,
+            columns,
+            next_row: 0,
+            end_row: end,
+            batch_size: self.batch_size,
+            failed: false,
         })
     }
 }
 
-/// Record batches of a Jay file.
+/// The record batches of a Jay file, in row order.
 pub struct Reader {
+    file: Arc<JayFile>,
     schema: SchemaRef,
+    columns: Vec<usize>,
+    next_row: usize,
+    end_row: usize,
+    batch_size: usize,
+    failed: bool,
+}
+
+impl Reader {
+    /// The opened file (its description and structure).
+    pub fn file(&self) -> &Arc<JayFile> {
+        &self.file
+    }
+
+    /// Rows this reader will yield in all.
+    pub fn total_rows(&self) -> usize {
+        self.end_row
+    }
+
+    fn read_batch(&self, start: usize, len: usize) -> Result<RecordBatch> {
+        let decode = |&index: &usize| self.file.read_column(index, start, len);
+        let arrays: Vec<ArrayRef> =
+            if self.columns.len() > 1 && len * self.columns.len() >= PARALLEL_THRESHOLD {
+                self.columns.par_iter().map(decode).collect::<Result<_>>()?
+            } else {
+                self.columns.iter().map(decode).collect::<Result<_>>()?
+            };
+        let options = RecordBatchOptions::new().with_row_count(Some(len));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &options,
+        )?)
+    }
 }
 
 impl Iterator for Reader {
     type Item = Result<RecordBatch, ArrowError>;
+
     fn next(&mut self) -> Option<Self::Item> {
-        None
+        if self.failed || self.next_row >= self.end_row {
+            return None;
+        }
+        let start = self.next_row;
+        let len = self.batch_size.min(self.end_row - start);
+        self.next_row += len;
+        let batch = self.read_batch(start, len);
+        self.failed = batch.is_err();
+        Some(batch.map_err(ArrowError::from))
     }
 }
 
 impl RecordBatchReader for Reader {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+}
+
+/// Decodes row ranges of columns out of the file's bytes.
+struct Decoder<'a> {
+    bytes: &'a Buffer,
+}
+
+impl Decoder<'_> {
+    fn decode(&self, col: &ColumnInfo, start: usize, len: usize) -> Result<ArrayRef> {
+        Ok(match &col.jay_type {
+            JayType::Void0 => Arc::new(NullArray::new(len)),
+            JayType::Bool8 => Arc::new(self.bool8(col, start, len)?),
+            JayType::Int8 => Arc::new(self.primitive::<Int8Type>(col, start, len)),
+            JayType::Int16 => Arc::new(self.primitive::<Int16Type>(col, start, len)),
+            JayType::Int32 => Arc::new(self.primitive::<Int32Type>(col, start, len)),
+            JayType::Int64 => Arc::new(self.primitive::<Int64Type>(col, start, len)),
+            JayType::Float32 => Arc::new(self.primitive::<Float32Type>(col, start, len)),
+            JayType::Float64 => Arc::new(self.primitive::<Float64Type>(col, start, len)),
+            JayType::Date32 => Arc::new(self.primitive::<Date32Type>(col, start, len)),
+            JayType::Time64 => Arc::new(self.primitive::<TimestampNanosecondType>(col, start, len)),
+            JayType::Str32 => self.string::<i32>(col, start, len)?,
+            JayType::Str64 => self.string::<i64>(col, start, len)?,
+            JayType::Arr32(_) => self.list::<i32>(col, start, len)?,
+            JayType::Arr64(_) => self.list::<i64>(col, start, len)?,
+        })
+    }
+
+    /// The bytes of a buffer's part; a zero-length buffer's offset is never looked at.
+    fn slice(&self, b: Option<BufferRange>, byte_start: usize, byte_len: usize) -> Buffer {
+        match b {
+            Some(b) if byte_len > 0 => self
+                .bytes
+                .slice_with_length(b.start() + byte_start, byte_len),
+            _ => Buffer::from(&[][..]),
+        }
+    }
+
+    /// Rows `[start, start + len)` of the column's validity bitmap: `None` when the column has
+    /// none (then its sentinels decide), `Some(None)` when every row of the range is valid.
+    fn validity(&self, col: &ColumnInfo, start: usize, len: usize) -> Option<Option<NullBuffer>> {
+        let v = col.validity?;
+        Some(sentinel::validity_from_bitmap(
+            self.slice(Some(v), 0, v.length as usize),
+            start,
+            len,
+        ))
+    }
+
+    fn values<N: ArrowNativeType>(
+        &self,
+        b: Option<BufferRange>,
+        start: usize,
+        len: usize,
+    ) -> ScalarBuffer<N> {
+        let size = std::mem::size_of::<N>();
+        let buffer = self.slice(b, start * size, len * size);
+        if buffer.as_ptr().align_offset(std::mem::align_of::<N>()) == 0 {
+            ScalarBuffer::new(buffer, 0, len)
+        } else {
+            ScalarBuffer::new(aligned_copy(&buffer), 0, len)
+        }
+    }
+
+    fn primitive<T>(&self, col: &ColumnInfo, start: usize, len: usize) -> PrimitiveArray<T>
+    where
+        T: ArrowPrimitiveType,
+        T::Native: Sentinel,
+    {
+        let values: ScalarBuffer<T::Native> = self.values(col.data, start, len);
+        let nulls = match self.validity(col, start, len) {
+            // Arrow data: the bitmap decides; floats are null where NaN as well.
+            Some(bitmap) if T::Native::IS_FLOAT => {
+                sentinel::intersect_validity(bitmap, sentinel::validity_from_sentinels(&values))
+            }
+            Some(bitmap) => bitmap,
+            None => sentinel::validity_from_sentinels(&values),
+        };
+        PrimitiveArray::new(values, nulls)
+    }
+
+    fn bool8(&self, col: &ColumnInfo, start: usize, len: usize) -> Result<BooleanArray> {
+        let validity = self.validity(col, start, len);
+        if col.bool_packed {
+            let bits = self.slice(col.data, 0, col.data.map_or(0, |b| b.length as usize));
+            return Ok(BooleanArray::new(
+                BooleanBuffer::new(bits, start, len),
+                validity.flatten(),
+            ));
+        }
+        let bytes = self.slice(col.data, start, len);
+        let bytes: &[u8] = &bytes;
+        // A one-row column imported from Arrow keeps its bit-packed byte with stray high bits.
+        let lone_packed_byte = col.layout == Layout::New
+            && col.nrows == 1
+            && validity.is_none()
+            && !matches!(bytes.first(), None | Some(0 | 1 | 0x80));
+        if lone_packed_byte {
+            return Ok(BooleanArray::from(vec![bytes[0] & 1 == 1]));
+        }
+        let checked = validity.as_ref().and_then(Option::as_ref);
+        if let Some(i) = bytes
+            .iter()
+            .enumerate()
+            .position(|(i, &b)| !matches!(b, 0 | 1 | 0x80) && checked.is_none_or(|v| v.is_valid(i)))
+        {
+            return Err(Error::new(
+                ErrorClass::BadValue,
+                format!("Bool8 byte {} is not 0, 1 or -128 (NA)", bytes[i] as i8),
+            )
+            .at_row((start + i) as u64)
+            .at_offset((col.data.unwrap().start() + start + i) as u64));
+        }
+        let values = pack_bits(len, |i| bytes[i] == 1);
+        let nulls = match validity {
+            Some(bitmap) => bitmap,
+            None if bytes.contains(&0x80) => {
+                Some(NullBuffer::new(pack_bits(len, |i| bytes[i] != 0x80)))
+            }
+            None => None,
+        };
+        Ok(BooleanArray::new(values, nulls))
+    }
+
+    /// The `len + 1` offsets that bound rows `[start, start + len)`, widened to u64.
+    fn raw_offsets(&self, col: &ColumnInfo, start: usize, len: usize) -> RawOffsets {
+        if col.offset_width == 4 {
+            RawOffsets::U32(self.values(col.data, start, len + 1))
+        } else {
+            RawOffsets::U64(self.values(col.data, start, len + 1))
+        }
+    }
+
+    fn string<O: OffsetSizeTrait>(
+        &self,
+        col: &ColumnInfo,
+        start: usize,
+        len: usize,
+    ) -> Result<ArrayRef> {
+        if col.offset_width == 4 {
+            self.string_with::<O, u32>(col, start, len)
+        } else {
+            self.string_with::<O, u64>(col, start, len)
+        }
+    }
+
+    /// Strings whose stored offsets are `R` (u32 or u64, each with its NA bit on top).
+    fn string_with<O: OffsetSizeTrait, R: StoredOffset>(
+        &self,
+        col: &ColumnInfo,
+        start: usize,
+        len: usize,
+    ) -> Result<ArrayRef> {
+        let raw: ScalarBuffer<R> = self.values(col.data, start, len + 1);
+        let strdata_len = col.strdata.map_or(0, |b| b.length);
+        let offsets_at = |i: usize| (col.data.unwrap().start() + (start + i) * R::WIDTH) as u64;
+        let masked = |i: usize| raw[i].masked();
+
+        // One pass that the compiler vectorises: any NA bit, any decrease, any overrun.
+        let any_na_bit = raw
+            .iter()
+            .fold(R::default(), |acc, &r| acc | r)
+            .has_na_bit();
+        let ordered = raw
+            .windows(2)
+            .fold(true, |ok, w| ok & (w[1].masked() >= w[0].masked()));
+        if !ordered || masked(len) > strdata_len {
+            let bad = (1..=len)
+                .find(|&i| masked(i) < masked(i - 1))
+                .unwrap_or(len);
+            let what = if masked(bad) < masked(bad.saturating_sub(1)) {
+                format!(
+                    "string offset {} is below the previous offset {}",
+                    masked(bad),
+                    masked(bad - 1)
+                )
+            } else {
+                format!(
+                    "string offset {} is past the {strdata_len} bytes of string data",
+                    masked(bad)
+                )
+            };
+            return Err(Error::new(ErrorClass::BadOffsets, what)
+                .at_row((start + bad).saturating_sub(1) as u64)
+                .at_offset(offsets_at(bad)));
+        }
+
+        let first = masked(0) as usize;
+        let last = masked(len) as usize;
+        let strdata = self.slice(col.strdata, 0, strdata_len as usize);
+        if let Err(e) = simdutf8::compat::from_utf8(&strdata[first..last]) {
+            return Err(
+                Error::new(ErrorClass::InvalidUtf8, "string data is not valid UTF-8")
+                    .at_offset((col.strdata.unwrap().start() + first + e.valid_up_to()) as u64),
+            );
+        }
+        let splits_char = |i: usize| {
+            let at = masked(i) as usize;
+            at < strdata.len() && (strdata[at] & 0xC0) == 0x80
+        };
+        if let Some(i) = (0..=len).find(|&i| splits_char(i)) {
+            return Err(Error::new(
+                ErrorClass::InvalidUtf8,
+                format!("string offset {} splits a UTF-8 character", masked(i)),
+            )
+            .at_row((start + i).saturating_sub(1) as u64)
+            .at_offset(offsets_at(i)));
+        }
+
+        let offsets: ScalarBuffer<O> = if !any_na_bit && R::WIDTH == std::mem::size_of::<O>() {
+            // The stored offsets are already Arrow offsets.
+            ScalarBuffer::new(raw.inner().clone(), 0, len + 1)
+        } else {
+            raw.iter()
+                .map(|r| O::usize_as(r.masked() as usize))
+                .collect()
+        };
+        let na_bits =
+            any_na_bit.then(|| NullBuffer::new(pack_bits(len, |i| !raw[i + 1].has_na_bit())));
+        let nulls = sentinel::intersect_validity(self.validity(col, start, len).flatten(), na_bits);
+        // SAFETY: the offsets were checked above to be non-decreasing, inside the string data,
+        // and on character boundaries of text that is valid UTF-8.
+        let array = unsafe {
+            GenericStringArray::<O>::new_unchecked(
+                OffsetBuffer::new_unchecked(offsets),
+                strdata,
+                nulls,
+            )
+        };
+        Ok(Arc::new(array))
+    }
+
+    fn list<O: OffsetSizeTrait>(
+        &self,
+        col: &ColumnInfo,
+        start: usize,
+        len: usize,
+    ) -> Result<ArrayRef> {
+        let child = col.child.as_deref().expect("arrays have a verified child");
+        let raw = self.raw_offsets(col, start, len);
+        let limit = if O::IS_LARGE {
+            i64::MAX as u64
+        } else {
+            i32::MAX as u64
+        }
+        .min(child.nrows);
+        let mut previous = raw.get(0);
+        for i in 0..=len {
+            let r = raw.get(i);
+            if r < previous || r > limit {
+                let what = if r < previous {
+                    format!("array offset {r} is below the previous offset {previous}")
+                } else {
+                    format!("array offset {r} is past the child's {} rows", child.nrows)
+                };
+                return Err(Error::new(ErrorClass::BadOffsets, what)
+                    .at_row((start + i).saturating_sub(1) as u64)
+                    .at_offset(
+                        (col.data.unwrap().start() + (start + i) * col.offset_width as usize)
+                            as u64,
+                    ));
+            }
+            previous = r;
+        }
+        let first = raw.get(0);
+        let values = self
+            .decode(child, first as usize, (raw.get(len) - first) as usize)
+            .map_err(|e| e.with_field("array elements"))?;
+        let offsets: ScalarBuffer<O> = (0..=len)
+            .map(|i| O::usize_as((raw.get(i) - first) as usize))
+            .collect();
+        let field = Arc::new(Field::new("item", child.jay_type.arrow_type(), true));
+        // SAFETY: checked above to start at 0 and never decrease.
+        let offsets = unsafe { OffsetBuffer::new_unchecked(offsets) };
+        let array = GenericListArray::<O>::try_new(
+            field,
+            offsets,
+            values,
+            self.validity(col, start, len).flatten(),
+        )?;
+        Ok(Arc::new(array))
+    }
+}
+
+enum RawOffsets {
+    U32(ScalarBuffer<u32>),
+    U64(ScalarBuffer<u64>),
+}
+
+impl RawOffsets {
+    #[inline(always)]
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            RawOffsets::U32(v) => v[i] as u64,
+            RawOffsets::U64(v) => v[i],
+        }
+    }
+}
+
+/// A stored string offset: u32 (Str32) or u64 (Str64), whose top bit marks the row as NA.
+trait StoredOffset: ArrowNativeType + Default + std::ops::BitOr<Output = Self> {
+    const WIDTH: usize;
+    fn masked(self) -> u64;
+    fn has_na_bit(self) -> bool;
+}
+
+impl StoredOffset for u32 {
+    const WIDTH: usize = 4;
+    #[inline(always)]
+    fn masked(self) -> u64 {
+        (self & !(1 << 31)) as u64
+    }
+    #[inline(always)]
+    fn has_na_bit(self) -> bool {
+        self >> 31 != 0
+    }
+}
+
+impl StoredOffset for u64 {
+    const WIDTH: usize = 8;
+    #[inline(always)]
+    fn masked(self) -> u64 {
+        self & !(1 << 63)
+    }
+    #[inline(always)]
+    fn has_na_bit(self) -> bool {
+        self >> 63 != 0
     }
 }
