@@ -162,6 +162,7 @@ def frame_chunked_fread():
         rows.append("%s,%s,%s,%s,%s" % (s, "NA" if i % 13 == 4 else str(i - 1000), b, x,
                                          ("q" * 120) if i < n else ""))
     DT = dt.fread("S,I,B,X,pad\n" + "\n".join(rows) + "\n", na_strings=["NA"])
+    assert all(dt.internal.frame_columns_virtual(DT)), "fread did not produce chunked columns"
     del DT["pad"]
     return DT
 
