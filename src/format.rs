@@ -116,7 +116,8 @@ impl Format {
         )
     }
 
-    pub(crate) fn ensure_implemented(self) -> Result<()> {
+    /// An error saying the format is not implemented yet, unless it is.
+    pub fn ensure_implemented(self) -> Result<()> {
         if self.is_implemented() {
             Ok(())
         } else {

@@ -1,4 +1,7 @@
-fn main() {
-    eprintln!("error: the arrowsmith command line is not written yet");
-    std::process::exit(2);
+//! The `arrowsmith` command line: a thin layer over the library (see `src/cli/`).
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

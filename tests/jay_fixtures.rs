@@ -320,27 +320,44 @@ fn projection_limit_and_zero_copy() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("nope"), "{err}");
-
-    // Fixed-width values point into the file's bytes rather than into a copy.
-    let file = Arc::new(JayFile::open(fixtures().join("oldstyle_rbound.jay")).unwrap());
-    let data = file.info().columns[1].data.unwrap();
-    let column = file.read_column(1, 0, 6000).unwrap();
-    let values = column.as_primitive::<Int32Type>().values();
-    let first = ReaderBuilder::new().build_from_file(file.clone()).unwrap();
-    drop(first);
-    let mapped = std::fs::read(fixtures().join("oldstyle_rbound.jay")).unwrap();
-    let start = data.file_offset() as usize;
-    assert_eq!(
-        bytemuck_i32(&mapped[start..start + 24_000]),
-        values.to_vec()
-    );
 }
 
-fn bytemuck_i32(bytes: &[u8]) -> Vec<i32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+#[test]
+fn fixed_width_values_and_string_bytes_are_not_copied() {
+    let bytes = std::fs::read(fixtures().join("all_types.jay")).unwrap();
+    let buffer = arrow_buffer::Buffer::from_vec(bytes);
+    let file = Arc::new(JayFile::from_bytes(buffer.clone()).unwrap());
+    let range = buffer.as_ptr() as usize..buffer.as_ptr() as usize + buffer.len();
+    let inside = |p: *const u8| range.contains(&(p as usize));
+    let batch = ReaderBuilder::new()
+        .with_batch_size(2)
+        .build_from_file(file)
+        .unwrap()
+        .nth(1)
+        .unwrap()
+        .unwrap();
+    let i32s = batch
+        .column_by_name("i32")
+        .unwrap()
+        .as_primitive::<Int32Type>();
+    let f64s = batch
+        .column_by_name("f64")
+        .unwrap()
+        .as_primitive::<Float64Type>();
+    let strs = batch.column_by_name("s32").unwrap().as_string::<i32>();
+    if buffer.as_ptr().align_offset(8) == 0 {
+        assert!(
+            inside(i32s.values().inner().as_ptr()),
+            "int32 values were copied"
+        );
+        assert!(
+            inside(f64s.values().inner().as_ptr()),
+            "float64 values were copied"
+        );
+    }
+    assert!(inside(strs.values().as_ptr()), "string bytes were copied");
+    // Rows 2 and 3 of the file: the slice starts inside the column, not at its first row.
+    assert_eq!(i32s.iter().collect::<Vec<_>>(), vec![None, Some(-395734)]);
 }
 
 #[test]

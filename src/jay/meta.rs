@@ -13,7 +13,7 @@ pub(crate) const HEADER_LEN: u64 = 8;
 /// Bytes after the meta: `meta_size` and the trailer.
 pub(crate) const FOOTER_LEN: u64 = 16;
 pub(crate) const HEADER: &[u8; 8] = b"JAY1\0\0\0\0";
-pub(crate) const TRAILER: &[u8; 8] = b"\0\0\0\01JAY";
+pub(crate) const TRAILER: &[u8; 8] = b"\0\0\0\0\x31JAY";
 
 /// One buffer of a column: a byte range of the data section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -183,9 +183,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<FrameInfo> {
             flatbuffers::InvalidFlatbuffer::Utf8Error { .. } => ErrorClass::InvalidUtf8,
             _ => ErrorClass::BadMeta,
         };
+        // The verifier's trace spans lines and counts from the start of the meta.
+        let detail = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
         err(
             class,
-            format!("the meta record is not a valid Jay Frame: {e}"),
+            format!("the meta record is not a valid Jay Frame ({detail}; positions count from the meta's start)"),
         )
         .at_offset(meta_start)
     })?;
@@ -395,10 +397,14 @@ impl MetaContext<'_> {
         let mut bool_packed = false;
         let data_len = data.map_or(0, |b| b.length);
         let wrong_size = |what: &str, expected: String, got: u64| {
-            err(
+            let e = err(
                 ErrorClass::BufferSize,
                 format!("the {what} buffer is {got} bytes; {nrows} rows need {expected}"),
-            )
+            );
+            match data {
+                Some(b) if what != "validity" => e.at_offset(b.file_offset()),
+                _ => e,
+            }
         };
         if let Some(v) = validity {
             let need = nrows.div_ceil(8);

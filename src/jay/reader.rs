@@ -500,10 +500,10 @@ impl Decoder<'_> {
             .windows(2)
             .fold(true, |ok, w| ok & (w[1].masked() >= w[0].masked()));
         if !ordered || masked(len) > strdata_len {
-            let bad = (1..=len)
-                .find(|&i| masked(i) < masked(i - 1))
+            let bad = (0..=len)
+                .find(|&i| masked(i) > strdata_len || (i > 0 && masked(i) < masked(i - 1)))
                 .unwrap_or(len);
-            let what = if masked(bad) < masked(bad.saturating_sub(1)) {
+            let what = if masked(bad) <= strdata_len {
                 format!(
                     "string offset {} is below the previous offset {}",
                     masked(bad),

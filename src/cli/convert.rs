@@ -1,0 +1,111 @@
+//! `arrowsmith convert INPUT OUTPUT`: batches stream from `arrowsmith::open` to
+//! `arrowsmith::create`; the output appears only when everything was written.
+
+use std::path::Path;
+
+use arrowsmith::{CollisionPolicy, Error, Format, ReadOptions, WriteOptions};
+
+use super::progress::Progress;
+use super::{input_format, print_err, projection, CliResult, ConvertArgs, Failure};
+
+pub(crate) const AFTER_HELP: &str = "Examples:
+  arrowsmith convert frame.jay frame.parquet
+  arrowsmith convert frame.jay frame.arrow --compression zstd --columns id,name
+  arrowsmith convert data.csv data.jay --limit 1000000
+  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000";
+
+pub(crate) fn run(args: ConvertArgs) -> CliResult {
+    let from = input_format(&args.input, args.from)?;
+    let to = match args.to {
+        Some(format) => format,
+        None => Format::for_output(&args.output)?,
+    };
+    to.ensure_implemented()
+        .map_err(|e| e.with_file(&args.output))?;
+    check_format_options(&args, to)?;
+    refuse_same_file(&args.input, &args.output)?;
+
+    let read_options = ReadOptions {
+        format: Some(from),
+        batch_size: args.batch_size,
+        projection: projection(&args.columns),
+        limit: args.limit,
+    };
+    let write_options = WriteOptions {
+        format: Some(to),
+        compression: args.compression.clone(),
+        row_group_size: args.row_group_size,
+        sentinel_collisions: if args.sentinel_collisions_as_na {
+            CollisionPolicy::AsNull
+        } else {
+            CollisionPolicy::default()
+        },
+    };
+
+    super::interrupt::install();
+    let interrupted = || match super::interrupt::received() {
+        Some(signal) => Err(Failure::Interrupted {
+            signal,
+            output: args.output.clone(),
+        }),
+        None => Ok(()),
+    };
+    let reader = arrowsmith::open(&args.input, &read_options)?;
+    let mut writer = arrowsmith::create(&args.output, reader.schema(), &write_options)?;
+    let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
+        writer
+            .write(&batch)
+            .map_err(|e| e.with_file(&args.output))?;
+        progress.add(batch.num_rows());
+        interrupted()?;
+    }
+    interrupted()?;
+    let summary = writer.finish().map_err(|e| e.with_file(&args.output))?;
+    progress.finish();
+    for warning in &summary.warnings {
+        print_err(&format!("warning: {warning}"));
+    }
+    Ok(())
+}
+
+/// Options that belong to one output format are refused with another, rather than ignored.
+fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()> {
+    let refuse = |option: &str, applies: &str| {
+        Err(Error::invalid_argument(format!(
+            "{option} applies to {applies} output, not {to}"
+        )))
+    };
+    if let Some(spec) = &args.compression {
+        match to {
+            Format::Parquet => {
+                arrowsmith::ecosystem::parquet::compression(Some(spec))?;
+            }
+            Format::Arrow | Format::ArrowStream => {
+                arrowsmith::ecosystem::ipc::compression(Some(spec))?;
+            }
+            _ => return refuse("--compression", "parquet, arrow and arrows"),
+        }
+    }
+    if args.row_group_size.is_some() && to != Format::Parquet {
+        return refuse("--row-group-size", "parquet");
+    }
+    if args.sentinel_collisions_as_na && to != Format::Jay {
+        return refuse("--sentinel-collisions-as-na", "jay");
+    }
+    Ok(())
+}
+
+/// Writing over the input while reading it would lose it.
+fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
+    if let (Ok(a), Ok(b)) = (input.canonicalize(), output.canonicalize()) {
+        if a == b {
+            return Err(Error::invalid_argument(
+                "INPUT and OUTPUT are the same file; write to another file",
+            )
+            .with_file(output));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! `arrowsmith formats`.
+
+use arrowsmith::Format;
+
+use super::table::Table;
+use super::{print_out, CliResult};
+
+pub(crate) fn run() -> CliResult {
+    let mut table = Table::new([
+        "NAME",
+        "EXTENSIONS",
+        "DIRECTORY",
+        "READ",
+        "WRITE",
+        "DESCRIPTION",
+    ]);
+    for format in Format::ALL {
+        let extensions: Vec<String> = format
+            .extensions()
+            .iter()
+            .map(|e| format!(".{e}"))
+            .collect();
+        let status = if format.is_implemented() {
+            "yes"
+        } else {
+            "not yet"
+        };
+        table.row([
+            format.name().to_string(),
+            if extensions.is_empty() {
+                "-".to_string()
+            } else {
+                extensions.join(" ")
+            },
+            if format.is_directory() { "yes" } else { "no" }.to_string(),
+            status.to_string(),
+            status.to_string(),
+            format.description().to_string(),
+        ]);
+    }
+    print_out(&table.render(""))
+}

@@ -1,0 +1,333 @@
+//! `arrowsmith inspect INPUT [--verify] [--json]`: the format, the schema, the row count and the
+//! format's own structure.
+//!
+//! A format plugs its structure in with one function returning a [`Structure`] (a JSON value
+//! and its text rendering); see [`structure`]. Everything else (schema, rows, verification,
+//! output) is shared.
+
+mod ipc;
+mod jay;
+mod parquet;
+mod text;
+
+use std::path::Path;
+
+use arrow_schema::{Field, Schema};
+use arrowsmith::{Error, Format, ReadOptions};
+use serde_json::{json, Map, Value};
+
+use super::progress::Progress;
+use super::table::Table;
+use super::{input_format, print_out, CliResult, Failure, InspectArgs};
+
+/// What a format tells about its own layout.
+pub(crate) struct Structure {
+    /// The row count, when the structure knows it without reading the data.
+    pub rows: Option<u64>,
+    pub json: Value,
+    /// Lines for the text report, without indentation.
+    pub text: String,
+}
+
+/// The format's own structure; formats to come add their arm here.
+fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure>> {
+    Ok(Some(match format {
+        Format::Jay => jay::structure(path)?,
+        Format::Parquet => parquet::structure(path)?,
+        Format::Arrow => ipc::file_structure(path)?,
+        Format::ArrowStream => ipc::stream_structure(path)?,
+        Format::Csv => text::csv_structure(path)?,
+        Format::Ndjson => text::ndjson_structure(path)?,
+        _ => return Ok(None),
+    }))
+}
+
+/// The row count if the file's metadata holds it (for the progress bar of `convert`).
+pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
+    match format {
+        Format::Jay => jay::known_rows(path),
+        Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
+            .ok()
+            .and_then(|i| u64::try_from(i.num_rows).ok()),
+        Format::Arrow => arrowsmith::ecosystem::ipc::describe_file(path)
+            .ok()
+            .map(|i| i.num_rows),
+        _ => None,
+    }
+}
+
+/// The outcome of reading every batch.
+struct ReadThrough {
+    rows: u64,
+    batches: u64,
+    error: Option<Error>,
+}
+
+fn read_through(path: &Path, format: Format) -> ReadThrough {
+    let mut outcome = ReadThrough {
+        rows: 0,
+        batches: 0,
+        error: None,
+    };
+    let options = ReadOptions {
+        format: Some(format),
+        ..ReadOptions::default()
+    };
+    let reader = match arrowsmith::open(path, &options) {
+        Ok(reader) => reader,
+        Err(e) => {
+            outcome.error = Some(e.with_file(path));
+            return outcome;
+        }
+    };
+    let mut progress = Progress::new(|| known_rows(path, format), None);
+    for batch in reader {
+        match batch {
+            Ok(batch) => {
+                outcome.rows += batch.num_rows() as u64;
+                outcome.batches += 1;
+                progress.add(batch.num_rows());
+            }
+            Err(e) => {
+                outcome.error = Some(Error::from_arrow_owned(e).with_file(path));
+                break;
+            }
+        }
+    }
+    outcome
+}
+
+pub(crate) fn run(args: InspectArgs) -> CliResult {
+    let path = args.input.as_path();
+    let format = input_format(path, args.from)?;
+    let structure = structure(path, format)?;
+    let schema = arrowsmith::open(
+        path,
+        &ReadOptions {
+            format: Some(format),
+            limit: Some(0),
+            ..ReadOptions::default()
+        },
+    )?
+    .schema();
+
+    let mut notes = Vec::new();
+    let mut rows = structure.as_ref().and_then(|s| s.rows);
+    // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
+    let read = if args.verify || rows.is_none() {
+        Some(read_through(path, format))
+    } else {
+        None
+    };
+    let mut verify_error = None;
+    let mut verify = None;
+    if let Some(read) = read {
+        match (read.error, rows) {
+            (None, None) => rows = Some(read.rows),
+            (None, Some(expected)) if expected != read.rows => {
+                verify_error = Some(
+                    Error::new(
+                        arrowsmith::ErrorClass::RowCountMismatch,
+                        format!(
+                            "the file says it holds {expected} rows but {} were read",
+                            read.rows
+                        ),
+                    )
+                    .with_file(path),
+                );
+            }
+            (None, Some(_)) => {}
+            (Some(e), _) => {
+                if rows.is_none() {
+                    notes.push(format!("the rows could not be counted: {e}"));
+                }
+                verify_error = Some(e);
+            }
+        }
+        if args.verify {
+            verify = Some(Verification {
+                rows: read.rows,
+                batches: read.batches,
+                error: verify_error.as_ref().map(|e| e.to_string()),
+            });
+        } else {
+            verify_error = None;
+        }
+    }
+
+    let report = Report {
+        path,
+        format,
+        schema: &schema,
+        rows,
+        structure: structure.as_ref(),
+        notes: &notes,
+        verify: verify.as_ref(),
+    };
+    let text = if args.json {
+        let mut text = serde_json::to_string_pretty(&report.json())
+            .map_err(|e| Error::new(arrowsmith::ErrorClass::Io, e.to_string()))?;
+        text.push('\n');
+        text
+    } else {
+        report.text()
+    };
+    print_out(&text)?;
+    match verify_error {
+        Some(e) => Err(Failure::Error(e)),
+        None => Ok(()),
+    }
+}
+
+struct Verification {
+    rows: u64,
+    batches: u64,
+    error: Option<String>,
+}
+
+struct Report<'a> {
+    path: &'a Path,
+    format: Format,
+    schema: &'a Schema,
+    rows: Option<u64>,
+    structure: Option<&'a Structure>,
+    notes: &'a [String],
+    verify: Option<&'a Verification>,
+}
+
+fn field_json(field: &Field) -> Value {
+    let mut value = json!({
+        "name": field.name(),
+        "type": field.data_type().to_string(),
+        "nullable": field.is_nullable(),
+    });
+    if !field.metadata().is_empty() {
+        value["metadata"] = metadata_json(field.metadata());
+    }
+    value
+}
+
+fn metadata_json(metadata: &arrow_schema::Metadata) -> Value {
+    Value::Object(
+        metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+impl Report<'_> {
+    fn json(&self) -> Value {
+        let mut report = Map::new();
+        report.insert("file".into(), json!(self.path.display().to_string()));
+        report.insert("format".into(), json!(self.format.name()));
+        report.insert("description".into(), json!(self.format.description()));
+        report.insert("rows".into(), json!(self.rows));
+        report.insert("columns".into(), json!(self.schema.fields().len()));
+        report.insert(
+            "schema".into(),
+            json!({
+                "fields": self.schema.fields().iter().map(|f| field_json(f)).collect::<Vec<_>>(),
+                "metadata": metadata_json(self.schema.metadata()),
+            }),
+        );
+        report.insert(
+            "structure".into(),
+            self.structure.map_or(Value::Null, |s| s.json.clone()),
+        );
+        if !self.notes.is_empty() {
+            report.insert("notes".into(), json!(self.notes));
+        }
+        if let Some(v) = self.verify {
+            report.insert(
+                "verify".into(),
+                json!({
+                    "ok": v.error.is_none(),
+                    "rows": v.rows,
+                    "batches": v.batches,
+                    "error": v.error,
+                }),
+            );
+        }
+        Value::Object(report)
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let mut head = Table::new(["file", &self.path.display().to_string()]);
+        head.row([
+            "format".to_string(),
+            format!("{} ({})", self.format.name(), self.format.description()),
+        ]);
+        head.row([
+            "rows".to_string(),
+            self.rows.map_or("unknown".to_string(), |r| r.to_string()),
+        ]);
+        head.row([
+            "columns".to_string(),
+            self.schema.fields().len().to_string(),
+        ]);
+        out.push_str(&head.render(""));
+
+        out.push_str("\nschema\n");
+        if self.schema.fields().is_empty() {
+            out.push_str("  (no columns)\n");
+        } else {
+            let mut fields = Table::new(["#", "name", "type", "nullable"]).right_align(&[0]);
+            for (i, f) in self.schema.fields().iter().enumerate() {
+                fields.row([
+                    i.to_string(),
+                    f.name().to_string(),
+                    f.data_type().to_string(),
+                    if f.is_nullable() { "yes" } else { "no" }.to_string(),
+                ]);
+            }
+            out.push_str(&fields.render("  "));
+        }
+        if !self.schema.metadata().is_empty() {
+            let mut keys: Vec<&String> = self.schema.metadata().keys().collect();
+            keys.sort();
+            let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
+            out.push_str(&format!("  metadata keys: {}\n", keys.join(", ")));
+        }
+
+        if let Some(structure) = self.structure {
+            out.push_str(&format!("\n{} structure\n", self.format.name()));
+            for line in structure.text.lines() {
+                if line.is_empty() {
+                    out.push('\n');
+                } else {
+                    out.push_str("  ");
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        for note in self.notes {
+            out.push_str(&format!("\nnote: {note}\n"));
+        }
+        if let Some(v) = self.verify {
+            let batches = if v.batches == 1 { "batch" } else { "batches" };
+            match &v.error {
+                None => out.push_str(&format!(
+                    "\nverify: ok, read {} rows in {} {batches}\n",
+                    v.rows, v.batches
+                )),
+                Some(e) => out.push_str(&format!(
+                    "\nverify: FAILED after {} rows in {} {batches}: {e}\n",
+                    v.rows, v.batches
+                )),
+            }
+        }
+        out
+    }
+}
+
+/// `n` items, with the noun in the singular or the plural.
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The most rows a text report lists for a repeated part (batches, row groups).
+pub(crate) const TEXT_ROWS: usize = 50;

@@ -1,0 +1,277 @@
+//! The command line: argument parsing, the subcommands, and how failures become exit codes.
+//!
+//! Exit codes: 0 success; 1 bad data or I/O (one `error:` line on stderr naming the file);
+//! 2 usage (clap's errors and [`ErrorClass::InvalidArgument`](arrowsmith::ErrorClass)).
+//! Nothing here unwraps; a panic inside a library is still caught at the top and reported as
+//! an internal error (exit 1), after the unwinding has removed any half-written output.
+
+mod convert;
+mod formats;
+mod head;
+mod inspect;
+mod interrupt;
+mod progress;
+mod table;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use arrowsmith::{Error, ErrorClass, Format, DEFAULT_BATCH_SIZE};
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str = "Convert legacy binary data formats (Jay, DataSeries, Filo, VS, bcolz) to and \
+from Apache Arrow's formats (Parquet, Arrow IPC, CSV, NDJSON)";
+
+const AFTER_HELP: &str =
+    "Formats are named jay, dataseries, filo, filo-vector, vs, bcolz, parquet, \
+arrow (IPC file: .arrow/.feather/.ipc), arrows (IPC stream), csv and ndjson; `arrowsmith formats` \
+lists them. Without --from, the input format is recognised by its content, then its extension; \
+without --to, the output format by its extension.
+
+Exit status: 0 success, 1 bad data or I/O error, 2 usage error.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "arrowsmith",
+    version,
+    about = ABOUT,
+    after_help = AFTER_HELP,
+    propagate_version = true,
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert INPUT to OUTPUT, streaming batches from the reader to the writer
+    #[command(after_help = convert::AFTER_HELP)]
+    Convert(ConvertArgs),
+    /// Show a file's format, schema, row count and the format's own structure
+    Inspect(InspectArgs),
+    /// Print the first rows of a file as a table
+    Head(HeadArgs),
+    /// List the formats, their extensions and what this build reads and writes
+    Formats,
+}
+
+#[derive(Debug, Args)]
+struct ConvertArgs {
+    /// The file (or directory) to read
+    input: PathBuf,
+    /// The file to write; replaced only when the conversion succeeds
+    output: PathBuf,
+    /// Input format [default: from the content, then the extension]
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    from: Option<Format>,
+    /// Output format [default: from the extension]
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    to: Option<Format>,
+    /// Columns to keep, by name, in this order (comma-separated)
+    #[arg(long, value_name = "a,b,...", value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+    /// Convert at most N rows
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Rows per batch passed from the reader to the writer
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_SIZE, value_parser = parse_positive)]
+    batch_size: usize,
+    /// Output compression: parquet none|snappy|gzip|lz4|zstd|brotli (default zstd), arrow and
+    /// arrows none|lz4|zstd (default none); a level as zstd:9
+    #[arg(long, value_name = "C")]
+    compression: Option<String>,
+    /// Parquet output: at most N rows per row group
+    #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
+    row_group_size: Option<usize>,
+    /// Jay output: write a valid value that equals Jay's missing-value sentinel of its type as
+    /// NA instead of failing
+    #[arg(long, help_heading = "Format options")]
+    sentinel_collisions_as_na: bool,
+}
+
+#[derive(Debug, Args)]
+struct InspectArgs {
+    /// The file (or directory) to inspect
+    input: PathBuf,
+    /// Input format [default: from the content, then the extension]
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    from: Option<Format>,
+    /// Also read every batch, and report whether the whole file reads (exit 1 if not)
+    #[arg(long)]
+    verify: bool,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct HeadArgs {
+    /// The file (or directory) to read
+    input: PathBuf,
+    /// Number of rows to print
+    #[arg(short = 'n', long = "rows", value_name = "N", default_value_t = 10)]
+    rows: usize,
+    /// Input format [default: from the content, then the extension]
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    from: Option<Format>,
+    /// Columns to show, by name, in this order (comma-separated)
+    #[arg(long, value_name = "a,b,...", value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+}
+
+fn parse_format(name: &str) -> Result<Format, String> {
+    name.parse::<Format>().map_err(|e| e.message().to_string())
+}
+
+fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Why a command stopped early.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Report on stderr; exit 2 for usage errors, 1 otherwise.
+    Error(Error),
+    /// Whoever read our standard output went away: stop quietly.
+    BrokenPipe,
+    /// A signal stopped the command; the unfinished output was removed.
+    Interrupted { signal: i32, output: PathBuf },
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Error(e)
+    }
+}
+
+pub(crate) type CliResult<T = ()> = std::result::Result<T, Failure>;
+
+/// Writes to standard output; a closed pipe ends the command quietly.
+pub(crate) fn print_out(text: &str) -> CliResult {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::BrokenPipe),
+        Err(e) => Err(Error::new(
+            ErrorClass::Io,
+            format!("cannot write to standard output: {e}"),
+        )
+        .into()),
+    }
+}
+
+/// Writes one line to standard error, whatever became of it.
+pub(crate) fn print_err(line: &str) {
+    // One line: messages from libraries may hold line breaks.
+    let line: String = line
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
+
+/// The input's format: as named, or recognised by content then extension.
+pub(crate) fn input_format(path: &Path, named: Option<Format>) -> arrowsmith::Result<Format> {
+    let format = match named {
+        Some(format) => format,
+        None => Format::detect(path)?,
+    };
+    format.ensure_implemented().map_err(|e| e.with_file(path))?;
+    Ok(format)
+}
+
+/// A projection by column names, if any were given.
+pub(crate) fn projection(columns: &Option<Vec<String>>) -> Option<arrowsmith::Projection> {
+    columns
+        .as_ref()
+        .map(|names| arrowsmith::Projection::Names(names.clone()))
+}
+
+static PANIC_MESSAGE: Mutex<Option<String>> = Mutex::new(None);
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let input = match &cli.command {
+        Command::Convert(a) => Some(a.input.clone()),
+        Command::Inspect(a) => Some(a.input.clone()),
+        Command::Head(a) => Some(a.input.clone()),
+        Command::Formats => None,
+    };
+
+    // A last resort for a panic inside a library: keep its message for one `error:` line
+    // instead of a backtrace; the unwinding drops (and so deletes) any unfinished output.
+    std::panic::set_hook(Box::new(|info| {
+        let message = match info.payload().downcast_ref::<&str>() {
+            Some(s) => s.to_string(),
+            None => match info.payload().downcast_ref::<String>() {
+                Some(s) => s.clone(),
+                None => "unknown panic".to_string(),
+            },
+        };
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if let Ok(mut slot) = PANIC_MESSAGE.lock() {
+            slot.get_or_insert(format!("{message}{at}"));
+        }
+    }));
+    let outcome = std::panic::catch_unwind(|| run(cli));
+
+    match outcome {
+        Ok(Ok(())) | Ok(Err(Failure::BrokenPipe)) => ExitCode::SUCCESS,
+        Ok(Err(Failure::Interrupted { signal, output })) => {
+            print_err(&format!(
+                "error: {}: interrupted by signal {signal}; nothing was written",
+                output.display()
+            ));
+            ExitCode::from(u8::try_from(128 + signal).unwrap_or(130))
+        }
+        Ok(Err(Failure::Error(e))) => {
+            print_err(&format!("error: {e}"));
+            if e.class().is_usage() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(_) => {
+            let message = PANIC_MESSAGE
+                .lock()
+                .ok()
+                .and_then(|mut m| m.take())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            let file = input
+                .map(|p| format!("{}: ", p.display()))
+                .unwrap_or_default();
+            print_err(&format!(
+                "error: {file}internal error (a bug in arrowsmith or a library it uses; please report it): {message}"
+            ));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> CliResult {
+    match cli.command {
+        Command::Convert(args) => convert::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Head(args) => head::run(args),
+        Command::Formats => formats::run(),
+    }
+}

@@ -1,0 +1,823 @@
+//! The Arrow IPC formats: the file (Feather v2, `ARROW1` … footer … `ARROW1`) and the stream
+//! (a sequence of encapsulated messages), through `arrow::ipc`.
+//!
+//! Reading walks the messages itself and checks each one against its body before `arrow::ipc`
+//! decodes it: buffers that lie outside the body, negative lengths, and compressed buffers whose
+//! length prefix does not match what they decompress to. Arrow's decoder trusts those and would
+//! panic, or abort on an impossible allocation, on a damaged file.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::ipc::convert::try_fb_to_schema;
+use arrow::ipc::reader::{read_dictionary, read_record_batch};
+use arrow::ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
+use arrow::ipc::{CompressionType, MessageHeader};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_schema::{ArrowError, SchemaRef};
+use serde::Serialize;
+
+use super::{Adapted, InFile, ProjectionPlan};
+use crate::atomic::AtomicFile;
+use crate::{BatchWriter, Error, ErrorClass, ReadOptions, Result, WriteOptions, WriteSummary};
+
+pub(crate) fn open_file(
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let reader = IpcReader::open_file(path).map_err(|e| e.with_file(path))?;
+    adapt(reader, path, options)
+}
+
+pub(crate) fn open_stream(
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let reader = IpcReader::open_stream(path).map_err(|e| e.with_file(path))?;
+    adapt(reader, path, options)
+}
+
+fn adapt(
+    mut reader: IpcReader,
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let mut schema = reader.schema.clone();
+    let mut order = None;
+    if let Some(plan) = ProjectionPlan::new(options, &schema, path)? {
+        schema = Arc::new(schema.project(&plan.read).in_file(path)?);
+        reader.projection = Some(plan.read);
+        order = plan.order;
+    }
+    Ok(Box::new(Adapted::new(
+        reader, schema, path, order, options,
+    )?))
+}
+
+/// Where one message lies in a file: its metadata (with prefix and padding), then its body.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    offset: u64,
+    meta_len: u64,
+    body_len: u64,
+}
+
+enum Source {
+    File {
+        file: BufReader<File>,
+        blocks: std::vec::IntoIter<Block>,
+    },
+    Stream {
+        reader: BufReader<File>,
+        pos: u64,
+        size: u64,
+        finished: bool,
+    },
+}
+
+/// Record batches of an IPC file or stream, each message checked before it is decoded.
+struct IpcReader {
+    source: Source,
+    schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    dictionaries: HashMap<i64, ArrayRef>,
+}
+
+impl IpcReader {
+    fn open_file(path: &Path) -> Result<IpcReader> {
+        let mut file = File::open(path)?;
+        let size = file.metadata()?.len();
+        let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
+        let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
+            bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
+        })?;
+        let fb_schema = footer
+            .schema()
+            .ok_or_else(|| bad("the footer has no schema").at_offset(footer_start))?;
+        if !fb_schema.endianness().equals_to_target_endianness() {
+            return Err(Error::unsupported(
+                "the file is big-endian; only little-endian Arrow IPC files are read",
+            ));
+        }
+        let schema = Arc::new(try_fb_to_schema(fb_schema)?);
+        let dictionaries = blocks(footer.dictionaries(), footer_start)?;
+        let batches = blocks(footer.recordBatches(), footer_start)?;
+        let mut reader = IpcReader {
+            source: Source::File {
+                file: BufReader::new(file),
+                blocks: batches.into_iter(),
+            },
+            schema,
+            projection: None,
+            dictionaries: HashMap::new(),
+        };
+        for block in dictionaries {
+            if reader.read_block(block)?.is_some() {
+                return Err(
+                    bad("the footer lists a record batch among the dictionaries")
+                        .at_offset(block.offset),
+                );
+            }
+        }
+        Ok(reader)
+    }
+
+    fn open_stream(path: &Path) -> Result<IpcReader> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        let mut reader = BufReader::new(file);
+        let mut pos = 0;
+        let Some((meta, _body)) = next_message(&mut reader, &mut pos, size)? else {
+            return Err(bad("the stream is empty: it has no schema message"));
+        };
+        let message = root_message(&meta, 0)?;
+        let schema = message
+            .header_as_schema()
+            .ok_or_else(|| bad("the stream does not start with a schema message").at_offset(0))?;
+        if !schema.endianness().equals_to_target_endianness() {
+            return Err(Error::unsupported(
+                "the stream is big-endian; only little-endian Arrow IPC streams are read",
+            ));
+        }
+        let schema = Arc::new(try_fb_to_schema(schema)?);
+        Ok(IpcReader {
+            source: Source::Stream {
+                reader,
+                pos,
+                size,
+                finished: false,
+            },
+            schema,
+            projection: None,
+            dictionaries: HashMap::new(),
+        })
+    }
+
+    /// Reads and decodes the message of a file block.
+    fn read_block(&mut self, block: Block) -> Result<Option<RecordBatch>> {
+        let Source::File { file, .. } = &mut self.source else {
+            return Ok(None);
+        };
+        file.seek(SeekFrom::Start(block.offset))?;
+        let mut meta = vec![0u8; block.meta_len as usize];
+        file.read_exact(&mut meta)?;
+        let body = read_body(file, block.body_len)?;
+        let flatbuffer = message_flatbuffer(&meta, block.offset)?;
+        self.decode(flatbuffer, &body, block.offset)
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            let (meta, body, offset) = match &mut self.source {
+                Source::File { blocks, .. } => match blocks.next() {
+                    Some(block) => match self.read_block(block)? {
+                        Some(batch) => return Ok(Some(batch)),
+                        None => {
+                            return Err(bad(
+                                "the footer lists a dictionary among the record batches",
+                            )
+                            .at_offset(block.offset))
+                        }
+                    },
+                    None => return Ok(None),
+                },
+                Source::Stream {
+                    reader,
+                    pos,
+                    size,
+                    finished,
+                } => {
+                    if *finished {
+                        return Ok(None);
+                    }
+                    let offset = *pos;
+                    match next_message(reader, pos, *size)? {
+                        Some((meta, body)) => (meta, body, offset),
+                        None => {
+                            *finished = true;
+                            return Ok(None);
+                        }
+                    }
+                }
+            };
+            if let Some(batch) = self.decode(&meta, &body, offset)? {
+                return Ok(Some(batch));
+            }
+        }
+    }
+
+    /// Decodes a record batch, or records a dictionary (and returns `None`).
+    fn decode(
+        &mut self,
+        flatbuffer: &[u8],
+        body: &Buffer,
+        offset: u64,
+    ) -> Result<Option<RecordBatch>> {
+        let message = root_message(flatbuffer, offset)?;
+        let version = message.version();
+        match message.header_type() {
+            MessageHeader::RecordBatch => {
+                let batch = message.header_as_record_batch().ok_or_else(|| {
+                    bad("a record batch message without its header").at_offset(offset)
+                })?;
+                check_batch(batch, body, offset)?;
+                let decoded = read_record_batch(
+                    body,
+                    batch,
+                    self.schema.clone(),
+                    &self.dictionaries,
+                    self.projection.as_deref(),
+                    &version,
+                )
+                .map_err(|e| Error::from(e).at_offset(offset))?;
+                Ok(Some(decoded))
+            }
+            MessageHeader::DictionaryBatch => {
+                let dictionary = message.header_as_dictionary_batch().ok_or_else(|| {
+                    bad("a dictionary batch message without its header").at_offset(offset)
+                })?;
+                let data = dictionary
+                    .data()
+                    .ok_or_else(|| bad("a dictionary batch without its data").at_offset(offset))?;
+                check_batch(data, body, offset)?;
+                read_dictionary(
+                    body,
+                    dictionary,
+                    &self.schema,
+                    &mut self.dictionaries,
+                    &version,
+                )
+                .map_err(|e| Error::from(e).at_offset(offset))?;
+                Ok(None)
+            }
+            MessageHeader::Schema => Err(bad("a second schema message").at_offset(offset)),
+            other => Err(bad(format!("an unexpected {other:?} message")).at_offset(offset)),
+        }
+    }
+}
+
+impl Iterator for IpcReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch().map_err(ArrowError::from).transpose()
+    }
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::new(ErrorClass::Arrow, message)
+}
+
+fn root_message(flatbuffer: &[u8], offset: u64) -> Result<arrow::ipc::Message<'_>> {
+    arrow::ipc::root_as_message(flatbuffer).map_err(|e| {
+        bad(format!("the message is not a valid Arrow IPC message: {e}")).at_offset(offset)
+    })
+}
+
+/// Reads `len` bytes (already checked to lie in the file) into an aligned buffer.
+fn read_body(reader: &mut impl Read, len: u64) -> Result<Buffer> {
+    let len = usize::try_from(len).map_err(|_| bad("a message body is too large"))?;
+    let mut body = MutableBuffer::from_len_zeroed(len);
+    reader.read_exact(body.as_slice_mut())?;
+    Ok(body.into())
+}
+
+/// The next message of a stream at `pos`: its flatbuffer (with padding) and its body, or `None`
+/// at the end-of-stream marker or the end of the file.
+fn next_message(
+    reader: &mut BufReader<File>,
+    pos: &mut u64,
+    size: u64,
+) -> Result<Option<(Vec<u8>, Buffer)>> {
+    let Some(header) = next_message_header(reader, pos, size)? else {
+        return Ok(None);
+    };
+    let body = read_body(reader, header.body_len)?;
+    *pos += header.body_len;
+    Ok(Some((header.meta, body)))
+}
+
+/// A stream message read up to its body.
+struct MessageHeaderBytes {
+    start: u64,
+    meta: Vec<u8>,
+    body_len: u64,
+}
+
+/// Reads the next message's length prefix and metadata at `pos`, leaving the reader at its
+/// body (which is checked to fit in the file); `None` at the end-of-stream marker or the end
+/// of the file.
+fn next_message_header(
+    reader: &mut BufReader<File>,
+    pos: &mut u64,
+    size: u64,
+) -> Result<Option<MessageHeaderBytes>> {
+    let start = *pos;
+    if start == size {
+        return Ok(None);
+    }
+    let mut word = [0u8; 4];
+    let mut read_word = |reader: &mut BufReader<File>, pos: &mut u64| -> Result<u32> {
+        reader
+            .read_exact(&mut word)
+            .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
+        *pos += 4;
+        Ok(u32::from_le_bytes(word))
+    };
+    let mut len = read_word(reader, pos)?;
+    if len == 0xFFFF_FFFF {
+        len = read_word(reader, pos)?;
+    }
+    if len == 0 {
+        return Ok(None);
+    }
+    let len = u64::from(len);
+    if len > size - *pos {
+        return Err(bad(format!(
+            "a message's metadata length {len} runs past the end of the stream"
+        ))
+        .at_offset(start));
+    }
+    let mut meta = vec![0u8; len as usize];
+    reader.read_exact(&mut meta)?;
+    *pos += len;
+    let body_len = root_message(&meta, start)?.bodyLength();
+    let body_len = u64::try_from(body_len)
+        .ok()
+        .filter(|&l| l <= size - *pos)
+        .ok_or_else(|| {
+            bad(format!(
+                "a message's body length {body_len} runs past the end of the stream"
+            ))
+            .at_offset(start)
+        })?;
+    Ok(Some(MessageHeaderBytes {
+        start,
+        meta,
+        body_len,
+    }))
+}
+
+/// Checks a record batch's nodes and buffers against its body, before Arrow trusts them.
+fn check_batch(batch: arrow::ipc::RecordBatch<'_>, body: &[u8], offset: u64) -> Result<()> {
+    let fail = |message: String| Err(bad(message).at_offset(offset));
+    if batch.length() < 0 {
+        return fail(format!("a record batch of {} rows", batch.length()));
+    }
+    for node in batch.nodes().iter().flatten() {
+        if node.length() < 0 || node.null_count() < 0 {
+            return fail(format!(
+                "a field node of length {} with {} nulls",
+                node.length(),
+                node.null_count()
+            ));
+        }
+    }
+    for count in batch.variadicBufferCounts().iter().flatten() {
+        if count < 0 {
+            return fail(format!("a variadic buffer count of {count}"));
+        }
+    }
+    let codec = batch.compression().map(|c| c.codec());
+    for (i, buffer) in batch.buffers().iter().flatten().enumerate() {
+        let range = u64::try_from(buffer.offset())
+            .ok()
+            .zip(u64::try_from(buffer.length()).ok())
+            .and_then(|(start, len)| Some((start, start.checked_add(len)?)))
+            .filter(|&(_, end)| end <= body.len() as u64);
+        let Some((start, end)) = range else {
+            return fail(format!(
+                "buffer {i} at [{}, +{}) lies outside the message body of {} bytes",
+                buffer.offset(),
+                buffer.length(),
+                body.len()
+            ));
+        };
+        if let (Some(codec), true) = (codec, end > start) {
+            check_compressed(&body[start as usize..end as usize], codec)
+                .map_err(|e| e.at_offset(offset).with_field(format!("buffer {i}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// A compressed buffer is its uncompressed length (i64; -1 for "stored uncompressed") and the
+/// compressed bytes. Arrow allocates the length it is told; make sure it is the real one.
+fn check_compressed(bytes: &[u8], codec: CompressionType) -> Result<()> {
+    let Some(prefix) = bytes.get(..8).and_then(|p| <[u8; 8]>::try_from(p).ok()) else {
+        return Err(bad(format!(
+            "a compressed buffer of {} bytes has no 8-byte length prefix",
+            bytes.len()
+        )));
+    };
+    let claimed = i64::from_le_bytes(prefix);
+    if claimed == -1 || claimed == 0 {
+        return Ok(());
+    }
+    let Ok(claimed) = u64::try_from(claimed) else {
+        return Err(bad(format!("a compressed buffer claims {claimed} bytes")));
+    };
+    let data = &bytes[8..];
+    let limit = claimed.saturating_add(1);
+    let counted = match codec {
+        CompressionType::LZ4_FRAME => io::copy(
+            &mut lz4_flex::frame::FrameDecoder::new(data).take(limit),
+            &mut io::sink(),
+        ),
+        CompressionType::ZSTD => zstd::stream::read::Decoder::with_buffer(data)
+            .and_then(|d| io::copy(&mut d.take(limit), &mut io::sink())),
+        other => return Err(bad(format!("unknown body compression {other:?}"))),
+    };
+    match counted {
+        Ok(n) if n == claimed => Ok(()),
+        Ok(n) if n > claimed => Err(bad(format!(
+            "a compressed buffer holds more than the {claimed} bytes its prefix says"
+        ))),
+        Ok(n) => Err(bad(format!(
+            "a compressed buffer holds {n} bytes, not the {claimed} its prefix says"
+        ))),
+        Err(e) => Err(bad(format!("a compressed buffer does not decompress: {e}"))),
+    }
+}
+
+/// The footer of an IPC file and where it starts.
+fn read_footer(file: &mut File, size: u64) -> Result<(Vec<u8>, u64)> {
+    if size < 18 {
+        return Err(bad(format!(
+            "the file is {size} bytes, too small for an Arrow IPC file"
+        )));
+    }
+    let mut tail = [0u8; 10];
+    file.seek(SeekFrom::End(-10))?;
+    file.read_exact(&mut tail)?;
+    if &tail[4..] != b"ARROW1" {
+        return Err(bad("the file does not end in \"ARROW1\"").at_offset(size - 6));
+    }
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if footer_len > size - 18 {
+        return Err(bad(format!(
+            "the footer length {footer_len} is larger than the file"
+        ))
+        .at_offset(size - 10));
+    }
+    let footer_start = size - 10 - footer_len;
+    let mut footer = vec![0u8; footer_len as usize];
+    file.seek(SeekFrom::Start(footer_start))?;
+    file.read_exact(&mut footer)?;
+    Ok((footer, footer_start))
+}
+
+/// The footer's blocks, each checked to lie before the footer.
+fn blocks(
+    blocks: Option<flatbuffers::Vector<'_, arrow::ipc::Block>>,
+    footer_start: u64,
+) -> Result<Vec<Block>> {
+    blocks
+        .iter()
+        .flatten()
+        .map(|b| {
+            let block = u64::try_from(b.offset())
+                .ok()
+                .zip(u64::try_from(b.metaDataLength()).ok())
+                .zip(u64::try_from(b.bodyLength()).ok())
+                .map(|((offset, meta_len), body_len)| Block {
+                    offset,
+                    meta_len,
+                    body_len,
+                })
+                .filter(|b| {
+                    b.offset
+                        .checked_add(b.meta_len)
+                        .and_then(|e| e.checked_add(b.body_len))
+                        .is_some_and(|end| end <= footer_start)
+                });
+            block.ok_or_else(|| {
+                bad(format!(
+                    "the block at {} (+{} +{}) does not lie inside the data",
+                    b.offset(),
+                    b.metaDataLength(),
+                    b.bodyLength()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The IPC body compression named by a compression option: `none`, `lz4` or `zstd[:level]`.
+pub fn compression(spec: Option<&str>) -> Result<(Option<CompressionType>, Option<i32>)> {
+    let Some(spec) = spec else {
+        return Ok((None, None));
+    };
+    let (name, level) = super::split_compression(spec)?;
+    match (name.as_str(), level) {
+        ("none" | "uncompressed", None) => Ok((None, None)),
+        ("lz4" | "lz4_frame", None) => Ok((Some(CompressionType::LZ4_FRAME), None)),
+        ("zstd", level) => Ok((Some(CompressionType::ZSTD), level)),
+        ("none" | "uncompressed" | "lz4" | "lz4_frame", Some(_)) => Err(Error::invalid_argument(
+            format!("the {name} codec takes no level: {spec:?}"),
+        )),
+        _ => Err(Error::invalid_argument(format!(
+            "unknown Arrow IPC compression {spec:?}; use none, lz4 or zstd (zstd:LEVEL for a level)"
+        ))),
+    }
+}
+
+enum Inner {
+    File(FileWriter<AtomicFile>),
+    Stream(StreamWriter<AtomicFile>),
+}
+
+/// Writes record batches into a new Arrow IPC file or stream.
+pub struct Writer {
+    inner: Inner,
+    path: PathBuf,
+    rows: u64,
+}
+
+impl Writer {
+    fn options(path: &Path, options: &WriteOptions) -> Result<IpcWriteOptions> {
+        let (codec, level) =
+            compression(options.compression.as_deref()).map_err(|e| e.with_file(path))?;
+        let usage = |e: arrow_schema::ArrowError| {
+            Error::invalid_argument(format!("Arrow IPC compression: {e}")).with_file(path)
+        };
+        IpcWriteOptions::default()
+            .try_with_compression(codec)
+            .and_then(|o| o.try_with_compression_level(level))
+            .map_err(usage)
+    }
+
+    /// An IPC file (`.arrow`, `.feather`): `options.compression` may be `lz4` or `zstd`.
+    pub fn try_new_file(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        let ipc_options = Self::options(path, options)?;
+        let file = AtomicFile::create(path)?;
+        let inner = FileWriter::try_new_with_options(file, &schema, ipc_options).in_file(path)?;
+        Ok(Writer {
+            inner: Inner::File(inner),
+            path: path.to_path_buf(),
+            rows: 0,
+        })
+    }
+
+    /// An IPC stream (`.arrows`): `options.compression` may be `lz4` or `zstd`.
+    pub fn try_new_stream(
+        path: &Path,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let ipc_options = Self::options(path, options)?;
+        let file = AtomicFile::create(path)?;
+        let inner = StreamWriter::try_new_with_options(file, &schema, ipc_options).in_file(path)?;
+        Ok(Writer {
+            inner: Inner::Stream(inner),
+            path: path.to_path_buf(),
+            rows: 0,
+        })
+    }
+}
+
+impl BatchWriter for Writer {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match &mut self.inner {
+            Inner::File(w) => w.write(batch),
+            Inner::Stream(w) => w.write(batch),
+        }
+        .in_file(&self.path)?;
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<WriteSummary> {
+        let file = match self.inner {
+            Inner::File(w) => w.into_inner(),
+            Inner::Stream(w) => w.into_inner(),
+        }
+        .in_file(&self.path)?;
+        file.commit()?;
+        Ok(WriteSummary {
+            rows: self.rows,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+/// The structure of an Arrow IPC file or stream: its record batches and dictionaries, read
+/// from the message headers without decoding any body.
+#[derive(Debug, Clone, Serialize)]
+pub struct IpcInfo {
+    /// The metadata version (`V5` for everything written since Arrow 1.0).
+    pub version: String,
+    pub file_size: u64,
+    pub num_rows: u64,
+    pub dictionaries: usize,
+    pub batches: Vec<IpcBatch>,
+    /// The footer's (file) or the schema message's (stream) custom metadata keys.
+    pub metadata_keys: Vec<String>,
+    /// A stream only: whether it ends with the end-of-stream marker.
+    pub end_of_stream_marker: Option<bool>,
+}
+
+/// One record batch message.
+#[derive(Debug, Clone, Serialize)]
+pub struct IpcBatch {
+    pub rows: u64,
+    /// Where its message starts in the file.
+    pub offset: u64,
+    /// Bytes of the message's metadata (with its length prefix and padding).
+    pub metadata_length: u64,
+    /// Bytes of its body (the buffers).
+    pub body_length: u64,
+    /// The body codec, `None` when uncompressed.
+    pub compression: Option<String>,
+}
+
+/// What one message's metadata says.
+struct MessageInfo {
+    header: MessageHeader,
+    version: String,
+    rows: u64,
+    compression: Option<String>,
+    metadata_keys: Vec<String>,
+}
+
+/// Parses one encapsulated message's flatbuffer.
+fn parse_message(bytes: &[u8], offset: u64) -> Result<MessageInfo> {
+    let message = arrow::ipc::root_as_message(bytes).map_err(|e| {
+        bad(format!("the message is not a valid Arrow IPC message: {e}")).at_offset(offset)
+    })?;
+    let (rows, compression) = match message.header_as_record_batch() {
+        Some(batch) => (
+            u64::try_from(batch.length())
+                .map_err(|_| bad("the record batch length is negative").at_offset(offset))?,
+            batch.compression().map(|c| codec_name(c.codec())),
+        ),
+        None => (0, None),
+    };
+    let metadata_keys = message
+        .header_as_schema()
+        .and_then(|s| s.custom_metadata())
+        .map(|kv| {
+            kv.iter()
+                .filter_map(|kv| kv.key().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(MessageInfo {
+        header: message.header_type(),
+        version: format!("{:?}", message.version()),
+        rows,
+        compression,
+        metadata_keys,
+    })
+}
+
+fn codec_name(codec: CompressionType) -> String {
+    match codec {
+        CompressionType::LZ4_FRAME => "lz4".to_string(),
+        CompressionType::ZSTD => "zstd".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Splits an encapsulated message's metadata (`0xFFFFFFFF`, length, flatbuffer, padding, or
+/// the pre-1.0 form without the marker) into the flatbuffer.
+fn message_flatbuffer(bytes: &[u8], offset: u64) -> Result<&[u8]> {
+    let word = |at: usize| -> Option<u32> {
+        bytes
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+    };
+    let (start, len): (usize, Option<u32>) = match word(0) {
+        Some(0xFFFF_FFFF) => (8, word(4)),
+        other => (4, other),
+    };
+    let len = len.ok_or_else(|| bad("a message is cut short").at_offset(offset))? as usize;
+    bytes
+        .get(start..start.saturating_add(len))
+        .ok_or_else(|| bad("a message's metadata runs past its block").at_offset(offset))
+}
+
+/// Reads the footer of an Arrow IPC file and the header of each of its record batches.
+pub fn describe_file(path: &Path) -> Result<IpcInfo> {
+    describe_file_inner(path).map_err(|e| e.with_file(path))
+}
+
+fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
+    let mut file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
+    let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
+        bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
+    })?;
+    let mut batches = Vec::new();
+    for block in blocks(footer.recordBatches(), footer_start)? {
+        let mut meta = vec![0u8; block.meta_len as usize];
+        file.seek(SeekFrom::Start(block.offset))?;
+        file.read_exact(&mut meta)?;
+        let info = parse_message(message_flatbuffer(&meta, block.offset)?, block.offset)?;
+        if info.header != MessageHeader::RecordBatch {
+            return Err(bad(format!(
+                "the footer points at a {:?} message where a record batch should be",
+                info.header
+            ))
+            .at_offset(block.offset));
+        }
+        batches.push(IpcBatch {
+            rows: info.rows,
+            offset: block.offset,
+            metadata_length: block.meta_len,
+            body_length: block.body_len,
+            compression: info.compression,
+        });
+    }
+    Ok(IpcInfo {
+        version: format!("{:?}", footer.version()),
+        file_size: size,
+        num_rows: batches.iter().map(|b| b.rows).sum(),
+        dictionaries: footer.dictionaries().map_or(0, |d| d.len()),
+        batches,
+        metadata_keys: footer
+            .custom_metadata()
+            .map(|kv| {
+                kv.iter()
+                    .filter_map(|kv| kv.key().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        end_of_stream_marker: None,
+    })
+}
+
+/// Walks the messages of an Arrow IPC stream, skipping their bodies.
+pub fn describe_stream(path: &Path) -> Result<IpcInfo> {
+    describe_stream_inner(path).map_err(|e| e.with_file(path))
+}
+
+fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut reader = BufReader::new(file);
+    let mut pos = 0u64;
+    let mut info = IpcInfo {
+        version: String::new(),
+        file_size: size,
+        num_rows: 0,
+        dictionaries: 0,
+        batches: Vec::new(),
+        metadata_keys: Vec::new(),
+        end_of_stream_marker: Some(false),
+    };
+    let mut seen_schema = false;
+    loop {
+        let before = pos;
+        let Some(header) = next_message_header(&mut reader, &mut pos, size)? else {
+            // The end-of-stream marker was read, or the file just ended.
+            info.end_of_stream_marker = Some(pos > before);
+            break;
+        };
+        let start = header.start;
+        let message = parse_message(&header.meta, start)?;
+        let skip = i64::try_from(header.body_len)
+            .map_err(|_| bad("a message's body length is out of range").at_offset(start))?;
+        reader.seek_relative(skip)?;
+        pos += header.body_len;
+        match message.header {
+            MessageHeader::Schema => {
+                if seen_schema {
+                    return Err(bad("a second schema message in the stream").at_offset(start));
+                }
+                seen_schema = true;
+                info.version = message.version;
+                info.metadata_keys = message.metadata_keys;
+            }
+            MessageHeader::DictionaryBatch => info.dictionaries += 1,
+            MessageHeader::RecordBatch => {
+                info.num_rows += message.rows;
+                info.batches.push(IpcBatch {
+                    rows: message.rows,
+                    offset: start,
+                    metadata_length: pos - start - header.body_len,
+                    body_length: header.body_len,
+                    compression: message.compression,
+                })
+            }
+            other => {
+                return Err(
+                    bad(format!("an unexpected {other:?} message in the stream")).at_offset(start),
+                )
+            }
+        }
+        if !seen_schema {
+            return Err(bad("the stream does not start with a schema message").at_offset(start));
+        }
+    }
+    if !seen_schema {
+        return Err(bad("the stream is empty: it has no schema message"));
+    }
+    Ok(info)
+}

@@ -1,0 +1,107 @@
+//! Newline-delimited JSON: one object per line, through `arrow::json`. The schema is inferred
+//! from the first [`INFER_SCHEMA_RECORDS`] records. Without a projection the reader is strict:
+//! a key that inference did not see is an error rather than silently dropped.
+
+use std::fs::File;
+use std::io::{BufReader, Seek};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::json::reader::infer_json_schema;
+use arrow::json::writer::LineDelimited;
+use arrow::json::{ReaderBuilder, WriterBuilder};
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{Schema, SchemaRef};
+use serde::Serialize;
+
+use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
+use crate::atomic::AtomicFile;
+use crate::{BatchWriter, Format, ReadOptions, Result, WriteOptions, WriteSummary};
+
+fn infer(reader: &mut BufReader<File>, path: &Path) -> Result<(Schema, usize)> {
+    let inferred = infer_json_schema(&mut *reader, Some(INFER_SCHEMA_RECORDS)).in_file(path)?;
+    reader.rewind().in_file(path)?;
+    Ok(inferred)
+}
+
+pub(crate) fn open(
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let mut reader = BufReader::new(File::open(path).in_file(path)?);
+    let (schema, _) = infer(&mut reader, path)?;
+    let plan = ProjectionPlan::new(options, &schema, path)?;
+    let (schema, order, strict) = match plan {
+        Some(plan) => (
+            Arc::new(schema.project(&plan.read).in_file(path)?),
+            plan.order,
+            false,
+        ),
+        None => (Arc::new(schema), None, true),
+    };
+    let reader = ReaderBuilder::new(schema.clone())
+        .with_batch_size(super::parsing_batch_size(options))
+        .with_strict_mode(strict)
+        .build(reader)
+        .in_file(path)?;
+    Ok(Box::new(Adapted::new(
+        reader, schema, path, order, options,
+    )?))
+}
+
+/// Writes record batches into a new NDJSON file, nulls written as `null`.
+pub struct Writer {
+    inner: arrow::json::Writer<AtomicFile, LineDelimited>,
+    path: PathBuf,
+    rows: u64,
+}
+
+impl Writer {
+    pub fn try_new(path: &Path, _schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        super::no_compression(Format::Ndjson, options, path)?;
+        let file = AtomicFile::create(path)?;
+        Ok(Writer {
+            // Explicit nulls keep a column that is null in every row.
+            inner: WriterBuilder::new().with_explicit_nulls(true).build(file),
+            path: path.to_path_buf(),
+            rows: 0,
+        })
+    }
+}
+
+impl BatchWriter for Writer {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.inner.write(batch).in_file(&self.path)?;
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<WriteSummary> {
+        self.inner.finish().in_file(&self.path)?;
+        let file = self.inner.into_inner();
+        file.commit()?;
+        Ok(WriteSummary {
+            rows: self.rows,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+/// How an NDJSON file is read.
+#[derive(Debug, Clone, Serialize)]
+pub struct NdjsonInfo {
+    /// Records looked at to infer the schema.
+    pub records_inferred_from: usize,
+    /// The most records inference looks at.
+    pub inference_limit: usize,
+}
+
+/// Infers the schema of an NDJSON file as reading it does.
+pub fn describe(path: &Path) -> Result<NdjsonInfo> {
+    let mut reader = BufReader::new(File::open(path).in_file(path)?);
+    let (_, records) = infer(&mut reader, path)?;
+    Ok(NdjsonInfo {
+        records_inferred_from: records,
+        inference_limit: INFER_SCHEMA_RECORDS,
+    })
+}

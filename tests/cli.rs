@@ -1,0 +1,983 @@
+//! The `arrowsmith` command line, run as a program: conversions between the Arrow ecosystem
+//! formats with real data, projection, limit and batch size, the exit codes, atomic output,
+//! `inspect`, `head` and `formats`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use arrow::compute::{cast, concat_batches};
+use arrow_array::types::Int16Type;
+use arrow_array::{
+    ArrayRef, BooleanArray, Date32Array, DictionaryArray, Float64Array, Int32Array, Int64Array,
+    ListArray, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
+use arrow_schema::SchemaRef;
+use arrowsmith::{Format, ReadOptions, WriteOptions};
+use serde_json::Value;
+
+const FORMATS: [&str; 5] = ["parquet", "arrow", "arrows", "csv", "ndjson"];
+
+fn arrowsmith(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .output()
+        .expect("run arrowsmith")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temporary path")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Succeeded, with nothing on stderr.
+#[track_caller]
+fn assert_ok(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    assert_eq!(stderr(out), "", "stderr of a success");
+}
+
+/// Failed with `code`; for data and I/O errors (1), exactly one `error:` line naming `names`.
+#[track_caller]
+fn assert_fails(out: &Output, code: i32, names: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert!(err.starts_with("error:"), "stderr: {err}");
+    assert!(err.contains(names), "stderr should name {names:?}: {err}");
+    assert!(!err.contains("internal error"), "a panic: {err}");
+    if code == 1 {
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}
+
+/// Columns that every format holds (CSV and NDJSON read them back as Int64, Float64, Utf8,
+/// Boolean and Date32 or Utf8, which cast back to these).
+fn plain_batch(rows: usize) -> RecordBatch {
+    let ids: Vec<i64> = (0..rows as i64).map(|i| i * 1_000_003 - 7).collect();
+    let names: Vec<Option<String>> = (0..rows)
+        .map(|i| match i % 5 {
+            0 => None,
+            1 => Some(format!("plain {i}")),
+            2 => Some(format!("comma, \"quote\" {i}")),
+            3 => Some(format!("ünïcødé ✓ {i}")),
+            _ => Some(format!("line\nbreak {i}")),
+        })
+        .collect();
+    let x: Vec<Option<f64>> = (0..rows)
+        .map(|i| (i % 7 != 3).then_some(i as f64 * 0.1 - 2.5e-3))
+        .collect();
+    let flags: Vec<Option<bool>> = (0..rows)
+        .map(|i| (i % 11 != 4).then_some(i % 3 == 0))
+        .collect();
+    let days: Vec<Option<i32>> = (0..rows)
+        .map(|i| (i % 13 != 6).then_some(i as i32 * 17 - 1000))
+        .collect();
+    RecordBatch::try_from_iter([
+        ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+        ("name", Arc::new(StringArray::from(names)) as ArrayRef),
+        ("x", Arc::new(Float64Array::from(x)) as ArrayRef),
+        ("flag", Arc::new(BooleanArray::from(flags)) as ArrayRef),
+        ("day", Arc::new(Date32Array::from(days)) as ArrayRef),
+    ])
+    .unwrap()
+}
+
+/// Types only the binary formats keep exactly: Int32, timestamps with a zone, lists,
+/// dictionaries.
+fn rich_batch() -> RecordBatch {
+    let ints = Int32Array::from(vec![Some(1), None, Some(i32::MIN), Some(i32::MAX)]);
+    let times = TimestampMicrosecondArray::from(vec![Some(0), Some(-1), None, Some(1 << 50)])
+        .with_timezone("Europe/Amsterdam");
+    let lists = ListArray::from_iter_primitive::<arrow_array::types::Int32Type, _, _>(vec![
+        Some(vec![Some(1), None]),
+        None,
+        Some(vec![]),
+        Some(vec![Some(3)]),
+    ]);
+    let dict: DictionaryArray<Int16Type> = vec![Some("b"), Some("a"), None, Some("b")]
+        .into_iter()
+        .collect();
+    RecordBatch::try_from_iter([
+        ("ints", Arc::new(ints) as ArrayRef),
+        ("times", Arc::new(times) as ArrayRef),
+        ("lists", Arc::new(lists) as ArrayRef),
+        ("dict", Arc::new(dict) as ArrayRef),
+    ])
+    .unwrap()
+}
+
+/// Writes `batch` with the library, in pieces of `chunk` rows.
+fn write(path: &Path, format: Format, batch: &RecordBatch, chunk: usize) {
+    let options = WriteOptions {
+        format: Some(format),
+        ..Default::default()
+    };
+    let mut writer = arrowsmith::create(path, batch.schema(), &options).unwrap();
+    let mut start = 0;
+    while start < batch.num_rows() {
+        let len = chunk.min(batch.num_rows() - start);
+        writer.write(&batch.slice(start, len)).unwrap();
+        start += len;
+    }
+    writer.finish().unwrap();
+}
+
+/// Reads a file back with the library: its schema and its batches.
+fn read(path: &Path, format: Format) -> (SchemaRef, Vec<RecordBatch>) {
+    let options = ReadOptions {
+        format: Some(format),
+        ..Default::default()
+    };
+    let reader = arrowsmith::open(path, &options).unwrap();
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>().unwrap();
+    (schema, batches)
+}
+
+fn read_one(path: &Path, format: Format) -> RecordBatch {
+    let (schema, batches) = read(path, format);
+    concat_batches(&schema, &batches).unwrap()
+}
+
+/// Same column names and, after casting what was read to the expected types, same values.
+#[track_caller]
+fn assert_same_values(expected: &RecordBatch, actual: &RecordBatch, context: &str) {
+    let names = |b: &RecordBatch| -> Vec<String> {
+        b.schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
+    };
+    assert_eq!(names(expected), names(actual), "{context}: columns");
+    assert_eq!(expected.num_rows(), actual.num_rows(), "{context}: rows");
+    for (i, want) in expected.columns().iter().enumerate() {
+        let got = cast(actual.column(i), want.data_type()).unwrap();
+        assert_eq!(
+            want.to_data(),
+            got.to_data(),
+            "{context}: column {}",
+            names(expected)[i]
+        );
+    }
+}
+
+fn format(name: &str) -> Format {
+    name.parse().unwrap()
+}
+
+/// No file is left in `dir` but those named.
+#[track_caller]
+fn assert_only(dir: &Path, names: &[&str]) {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(found, want, "the files in {}", dir.display());
+}
+
+#[test]
+fn every_ecosystem_format_converts_to_every_other() {
+    let dir = tempfile::tempdir().unwrap();
+    // Strings with commas, quotes, line breaks and non-ASCII characters; nulls in every column.
+    let batch = plain_batch(2500);
+    for from in FORMATS {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 700);
+        for to in FORMATS {
+            let output = dir.path().join(format!("out-{from}.{to}"));
+            let out = arrowsmith(&["convert", p(&input), p(&output)]);
+            assert_ok(&out);
+            let back = read_one(&output, format(to));
+            assert_same_values(&batch, &back, &format!("{from} -> {to}"));
+        }
+    }
+}
+
+#[test]
+fn binary_formats_keep_types_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = rich_batch();
+    for from in ["parquet", "arrow", "arrows"] {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 3);
+        for to in ["parquet", "arrow", "arrows"] {
+            let output = dir.path().join(format!("out-{from}.{to}"));
+            assert_ok(&arrowsmith(&["convert", p(&input), p(&output)]));
+            let back = read_one(&output, format(to));
+            assert_eq!(
+                back.schema().fields(),
+                batch.schema().fields(),
+                "{from} -> {to}"
+            );
+            assert_eq!(back, batch, "{from} -> {to}");
+        }
+    }
+}
+
+#[test]
+fn explicit_formats_override_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(50);
+    let input = dir.path().join("data.txt");
+    write(&input, Format::Csv, &batch, 50);
+    let output = dir.path().join("data.bin");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&input),
+        p(&output),
+        "--from",
+        "csv",
+        "--to",
+        "arrows",
+    ]));
+    assert_same_values(
+        &batch,
+        &read_one(&output, Format::ArrowStream),
+        "csv -> arrows",
+    );
+    // Content wins over a misleading extension.
+    let disguised = dir.path().join("really-parquet.csv");
+    write(&disguised, Format::Parquet, &batch, 50);
+    let output = dir.path().join("out.ndjson");
+    assert_ok(&arrowsmith(&["convert", p(&disguised), p(&output)]));
+    assert_same_values(
+        &batch,
+        &read_one(&output, Format::Ndjson),
+        "parquet named .csv",
+    );
+}
+
+#[test]
+fn columns_are_projected_in_the_order_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(300);
+    let want = batch.project(&[2, 0]).unwrap();
+    for from in FORMATS {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 100);
+        let output = dir.path().join(format!("out-{from}.parquet"));
+        assert_ok(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&output),
+            "--columns",
+            "x,id",
+        ]));
+        let back = read_one(&output, Format::Parquet);
+        assert_same_values(&want, &back, &format!("{from} --columns x,id"));
+    }
+}
+
+#[test]
+fn limit_stops_after_n_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    for from in FORMATS {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 128);
+        for (limit, rows) in [(0, 0), (1, 1), (129, 129), (999, 999), (5000, 1000)] {
+            let output = dir.path().join(format!("out-{from}-{limit}.arrow"));
+            assert_ok(&arrowsmith(&[
+                "convert",
+                p(&input),
+                p(&output),
+                "--limit",
+                &limit.to_string(),
+                "--batch-size",
+                "100",
+            ]));
+            let back = read_one(&output, Format::Arrow);
+            assert_same_values(
+                &batch.slice(0, rows),
+                &back,
+                &format!("{from} --limit {limit}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn batch_size_sets_the_rows_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    for from in FORMATS {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 1000);
+        let output = dir.path().join(format!("out-{from}.arrows"));
+        assert_ok(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&output),
+            "--batch-size",
+            "64",
+        ]));
+        let (_, batches) = read(&output, Format::ArrowStream);
+        assert_eq!(batches.len(), 16, "{from}: 1000 rows in batches of 64");
+        assert!(batches.iter().all(|b| b.num_rows() <= 64), "{from}");
+    }
+}
+
+fn inspect_json(path: &Path) -> Value {
+    let out = arrowsmith(&["inspect", p(path), "--json"]);
+    assert_ok(&out);
+    serde_json::from_str(&stdout(&out)).expect("inspect --json prints JSON")
+}
+
+#[test]
+fn parquet_output_is_zstd_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    let input = dir.path().join("in.arrow");
+    write(&input, Format::Arrow, &batch, 1000);
+    for (args, codec) in [
+        (vec![], "ZSTD"),
+        (vec!["--compression", "snappy"], "SNAPPY"),
+        (vec!["--compression", "gzip:9"], "GZIP"),
+        (vec!["--compression", "zstd:19"], "ZSTD"),
+        (vec!["--compression", "lz4"], "LZ4_RAW"),
+        (vec!["--compression", "brotli"], "BROTLI"),
+        (vec!["--compression", "none"], "UNCOMPRESSED"),
+    ] {
+        let output = dir.path().join("out.parquet");
+        let mut command = vec!["convert", p(&input), p(&output)];
+        command.extend(&args);
+        assert_ok(&arrowsmith(&command));
+        let report = inspect_json(&output);
+        for column in report["structure"]["columns"].as_array().unwrap() {
+            assert_eq!(
+                column["compression"],
+                serde_json::json!([codec]),
+                "{args:?}"
+            );
+        }
+        assert_same_values(&batch, &read_one(&output, Format::Parquet), codec);
+    }
+
+    let output = dir.path().join("groups.parquet");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&input),
+        p(&output),
+        "--row-group-size",
+        "300",
+    ]));
+    let report = inspect_json(&output);
+    let groups: Vec<u64> = report["structure"]["row_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["num_rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(groups, vec![300, 300, 300, 100]);
+}
+
+#[test]
+fn arrow_ipc_output_can_be_compressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    let input = dir.path().join("in.parquet");
+    write(&input, Format::Parquet, &batch, 1000);
+    for (to, codec) in [
+        ("arrow", "lz4"),
+        ("arrow", "zstd"),
+        ("arrows", "lz4"),
+        ("arrows", "zstd:5"),
+    ] {
+        let output = dir.path().join(format!("out.{to}"));
+        assert_ok(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&output),
+            "--compression",
+            codec,
+        ]));
+        let report = inspect_json(&output);
+        let want = codec.split(':').next().unwrap();
+        for b in report["structure"]["batches"].as_array().unwrap() {
+            assert_eq!(b["compression"], want, "{to} {codec}");
+        }
+        // Read back by the CLI (checking every compressed buffer) and by the library.
+        let verify = arrowsmith(&["inspect", p(&output), "--verify"]);
+        assert_ok(&verify);
+        assert!(stdout(&verify).contains("verify: ok"));
+        assert_same_values(&batch, &read_one(&output, format(to)), codec);
+    }
+}
+
+#[test]
+fn damaged_compressed_ipc_fails_cleanly() {
+    // Arrow allocates whatever a compressed buffer's length prefix claims: a damaged prefix
+    // must be an error, not an abort on an impossible allocation.
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    let input = dir.path().join("in.parquet");
+    write(&input, Format::Parquet, &batch, 1000);
+    for (to, codec) in [("arrows", "zstd"), ("arrow", "lz4")] {
+        let good = dir.path().join(format!("good.{to}"));
+        assert_ok(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&good),
+            "--compression",
+            codec,
+        ]));
+        let report = inspect_json(&good);
+        let first = &report["structure"]["batches"][0];
+        let body = (first["offset"].as_u64().unwrap() + first["metadata_length"].as_u64().unwrap())
+            as usize;
+        let bytes = std::fs::read(&good).unwrap();
+        for claim in [1i64 << 60, 3, -7] {
+            let mut damaged = bytes.clone();
+            // The body starts with the first buffer (the id column has no nulls, so no
+            // validity buffer): its 8-byte uncompressed length.
+            damaged[body..body + 8].copy_from_slice(&claim.to_le_bytes());
+            let path = dir.path().join(format!("damaged.{to}"));
+            std::fs::write(&path, &damaged).unwrap();
+            let out_path = dir.path().join("out.parquet");
+            for args in [
+                vec!["convert", p(&path), p(&out_path)],
+                vec!["inspect", p(&path), "--verify"],
+                vec!["head", p(&path)],
+            ] {
+                let out = arrowsmith(&args);
+                assert_fails(&out, 1, "damaged.");
+                assert!(
+                    stderr(&out).contains("compressed buffer"),
+                    "{}",
+                    stderr(&out)
+                );
+            }
+            assert!(!out_path.exists());
+        }
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.parquet");
+    write(&input, Format::Parquet, &plain_batch(10), 10);
+    let out_path = dir.path().join("out.parquet");
+    let out = p(&out_path);
+    let garbage = dir.path().join("garbage.bin");
+    std::fs::write(&garbage, b"\x01\x02 not any format \x03").unwrap();
+
+    for args in [
+        vec![],
+        vec!["frobnicate"],
+        vec!["convert", p(&input)],
+        vec!["convert", p(&input), out, "--from", "xls"],
+        vec!["convert", p(&input), out, "--to", "xls"],
+        vec!["convert", p(&input), out, "--batch-size", "0"],
+        vec!["convert", p(&input), out, "--limit", "-3"],
+        vec!["head", p(&input), "-n", "many"],
+    ] {
+        let result = arrowsmith(&args);
+        assert_eq!(
+            result.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&result)
+        );
+        assert!(!stderr(&result).contains("panicked"));
+    }
+
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["convert", p(&garbage), out], "garbage.bin"),
+        (vec!["convert", p(&input), "out.xls"], "out.xls"),
+        (
+            vec!["convert", p(&input), out, "--columns", "id,nope"],
+            "nope",
+        ),
+        (vec!["head", p(&input), "--columns", "nope"], "nope"),
+        (
+            vec!["convert", p(&input), out, "--compression", "zip"],
+            "zip",
+        ),
+        (
+            vec!["convert", p(&input), out, "--compression", "zstd:99"],
+            "99",
+        ),
+        (
+            vec!["convert", p(&input), out, "--compression", "snappy:2"],
+            "snappy",
+        ),
+        (
+            vec!["convert", p(&input), "out.arrow", "--compression", "gzip"],
+            "gzip",
+        ),
+        (
+            vec!["convert", p(&input), "out.csv", "--compression", "zstd"],
+            "--compression",
+        ),
+        (
+            vec!["convert", p(&input), "out.csv", "--row-group-size", "5"],
+            "--row-group-size",
+        ),
+        (
+            vec![
+                "convert",
+                p(&input),
+                "out.csv",
+                "--sentinel-collisions-as-na",
+            ],
+            "--sentinel-collisions-as-na",
+        ),
+        (vec!["convert", p(&input), p(&input)], "same file"),
+    ];
+    for (args, names) in cases {
+        assert_fails(&arrowsmith(&args), 2, names);
+    }
+    // Nothing was written by any of them.
+    assert_only(dir.path(), &["in.parquet", "garbage.bin"]);
+}
+
+#[test]
+fn data_and_io_errors_exit_1_with_one_line_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.parquet");
+    write(&good, Format::Parquet, &plain_batch(10), 10);
+    let missing = dir.path().join("missing.parquet");
+    let out_path = dir.path().join("out.arrow");
+    let out = p(&out_path);
+
+    let mut cases: Vec<(PathBuf, &str)> = vec![(missing.clone(), "missing.parquet")];
+    let noise: Vec<u8> = (0..4000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    for name in [
+        "garbage.parquet",
+        "garbage.arrow",
+        "garbage.arrows",
+        "garbage.ndjson",
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &noise).unwrap();
+        cases.push((path, name));
+    }
+    let bad_utf8 = dir.path().join("bad.csv");
+    std::fs::write(&bad_utf8, b"a,b\n1,\xff\xfe\n").unwrap();
+    cases.push((bad_utf8, "bad.csv"));
+    // A truncated copy of every binary format.
+    for from in ["parquet", "arrow", "arrows"] {
+        let whole = dir.path().join(format!("whole.{from}"));
+        write(&whole, format(from), &plain_batch(500), 100);
+        let bytes = std::fs::read(&whole).unwrap();
+        let cut = dir.path().join(format!("cut.{from}"));
+        std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+        std::fs::remove_file(&whole).unwrap();
+        cases.push((cut, "cut."));
+    }
+
+    for (input, names) in &cases {
+        assert_fails(&arrowsmith(&["convert", p(input), out]), 1, names);
+        assert_fails(&arrowsmith(&["inspect", p(input), "--verify"]), 1, names);
+        let head = arrowsmith(&["head", p(input)]);
+        if input.ends_with("cut.arrows") {
+            // The first rows of a cut stream are whole, and head reads no further.
+            assert_ok(&head);
+        } else {
+            assert_fails(&head, 1, names);
+        }
+    }
+    assert!(!out_path.exists());
+
+    // An output where none can be written.
+    let nowhere = dir.path().join("no/such/dir/out.parquet");
+    assert_fails(
+        &arrowsmith(&["convert", p(&good), p(&nowhere)]),
+        1,
+        "out.parquet",
+    );
+}
+
+#[test]
+fn formats_not_implemented_yet_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.ds");
+    std::fs::write(&input, b"DSv1 and then some").unwrap();
+    let good = dir.path().join("good.parquet");
+    write(&good, Format::Parquet, &plain_batch(10), 10);
+    for args in [
+        vec!["convert", p(&input), "x.parquet"],
+        vec!["inspect", p(&input)],
+        vec!["head", p(&input)],
+    ] {
+        let out = arrowsmith(&args);
+        assert_fails(&out, 1, "x.ds");
+        assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
+    }
+    for output in ["out.ds", "out.vs", "out.bcolz", "out.filo"] {
+        let path = dir.path().join(output);
+        let out = arrowsmith(&["convert", p(&good), p(&path)]);
+        assert_fails(&out, 1, output);
+        assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
+    }
+    let out = arrowsmith(&["convert", p(&good), "x", "--to", "filo-vector"]);
+    assert_fails(&out, 1, "not implemented");
+    assert_only(dir.path(), &["x.ds", "good.parquet"]);
+}
+
+#[test]
+fn a_failed_conversion_leaves_no_output_and_an_existing_one_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    // A CSV whose schema is inferred from the first 1000 records, with a value past them that
+    // does not fit: the conversion fails after batches have been written.
+    let mut text = String::from("n,s\n");
+    for i in 0..3000 {
+        text.push_str(&format!("{i},row {i}\n"));
+    }
+    text.push_str("not a number,oops\n");
+    let input = dir.path().join("late-error.csv");
+    std::fs::write(&input, &text).unwrap();
+    // And an NDJSON file with a key inference did not see.
+    let mut json = String::new();
+    for i in 0..1500 {
+        json.push_str(&format!("{{\"n\": {i}}}\n"));
+    }
+    json.push_str("{\"n\": 1, \"surprise\": true}\n");
+    let input_json = dir.path().join("late-key.ndjson");
+    std::fs::write(&input_json, &json).unwrap();
+
+    for input in [&input, &input_json] {
+        for to in FORMATS {
+            let output = dir.path().join(format!("new.{to}"));
+            let out = arrowsmith(&["convert", p(input), p(&output), "--batch-size", "100"]);
+            assert_fails(&out, 1, p(input));
+            assert!(
+                !output.exists(),
+                "{to}: a failed conversion left {output:?}"
+            );
+
+            let existing = dir.path().join(format!("existing.{to}"));
+            std::fs::write(&existing, b"precious").unwrap();
+            let out = arrowsmith(&["convert", p(input), p(&existing), "--batch-size", "100"]);
+            assert_fails(&out, 1, p(input));
+            assert_eq!(std::fs::read(&existing).unwrap(), b"precious");
+        }
+    }
+    let mut left: Vec<&str> = vec!["late-error.csv", "late-key.ndjson"];
+    let existing: Vec<String> = FORMATS.iter().map(|f| format!("existing.{f}")).collect();
+    left.extend(existing.iter().map(String::as_str));
+    assert_only(dir.path(), &left);
+
+    // With a limit that stops before the bad record, the same input converts.
+    let output = dir.path().join("head.parquet");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&input),
+        p(&output),
+        "--limit",
+        "2000",
+    ]));
+    assert_eq!(read_one(&output, Format::Parquet).num_rows(), 2000);
+}
+
+#[test]
+fn inspect_reports_format_schema_rows_and_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(1000);
+    for from in FORMATS {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 300);
+        let report = inspect_json(&input);
+        assert_eq!(report["format"], from);
+        assert_eq!(report["rows"], 1000, "{from}");
+        assert_eq!(report["columns"], 5);
+        let names: Vec<&str> = report["schema"]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["id", "name", "x", "flag", "day"], "{from}");
+        assert!(report["structure"].is_object(), "{from}");
+        assert!(report.get("verify").is_none());
+
+        let out = arrowsmith(&["inspect", p(&input), "--verify", "--json"]);
+        assert_ok(&out);
+        let verified: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(verified["verify"]["ok"], true);
+        assert_eq!(verified["verify"]["rows"], 1000);
+
+        let out = arrowsmith(&["inspect", p(&input)]);
+        assert_ok(&out);
+        let text = stdout(&out);
+        assert!(text.contains(&format!("format   {from}")), "{text}");
+        assert!(text.contains("rows     1000"), "{text}");
+        assert!(text.contains(&format!("{from} structure")), "{text}");
+    }
+
+    let parquet = inspect_json(&dir.path().join("in.parquet"));
+    assert_eq!(parquet["structure"]["num_row_groups"], 1);
+    let arrow = inspect_json(&dir.path().join("in.arrow"));
+    let batches: Vec<u64> = arrow["structure"]["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(batches, vec![300, 300, 300, 100]);
+    let stream = inspect_json(&dir.path().join("in.arrows"));
+    assert_eq!(stream["structure"]["end_of_stream_marker"], true);
+    let csv = inspect_json(&dir.path().join("in.csv"));
+    assert_eq!(csv["structure"]["records_inferred_from"], 1000);
+}
+
+#[test]
+fn inspect_verify_reports_a_file_that_does_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bad.csv");
+    let mut text = String::from("n\n");
+    for i in 0..1200 {
+        text.push_str(&format!("{i}\n"));
+    }
+    text.push_str("x\n");
+    std::fs::write(&input, &text).unwrap();
+
+    // Without --verify the structure is shown; the row count cannot be, and says why.
+    let out = arrowsmith(&["inspect", p(&input)]);
+    assert_ok(&out);
+    assert!(
+        stdout(&out).contains("rows     unknown"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("note: the rows could not be counted"));
+
+    let out = arrowsmith(&["inspect", p(&input), "--verify"]);
+    assert_fails(&out, 1, "bad.csv");
+    assert!(stdout(&out).contains("verify: FAILED"), "{}", stdout(&out));
+
+    let out = arrowsmith(&["inspect", p(&input), "--verify", "--json"]);
+    assert_fails(&out, 1, "bad.csv");
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["verify"]["ok"], false);
+    assert!(report["verify"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("bad.csv"));
+}
+
+#[test]
+fn head_prints_the_first_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(100);
+    for from in FORMATS {
+        let input = dir.path().join(format!("in.{from}"));
+        write(&input, format(from), &batch, 30);
+        let out = arrowsmith(&["head", p(&input), "-n", "3"]);
+        assert_ok(&out);
+        let text = stdout(&out);
+        // Border, header, border, three rows, border.
+        assert_eq!(text.lines().count(), 7, "{from}: {text}");
+        assert!(text.contains("| id "), "{text}");
+        assert!(text.contains("| -7 "), "{text}");
+        assert!(text.contains("| 1999999 "), "{text}");
+        assert!(!text.contains("| 2999002 "), "{text}");
+        assert!(text.contains("null"), "nulls are shown: {text}");
+
+        // (Names with line breaks take two lines of the table.)
+        let out = arrowsmith(&["head", p(&input), "--columns", "id,x"]);
+        assert_ok(&out);
+        assert_eq!(
+            stdout(&out).lines().count(),
+            14,
+            "{from}: ten rows by default"
+        );
+
+        let out = arrowsmith(&["head", p(&input), "-n", "0", "--columns", "x,id"]);
+        assert_ok(&out);
+        let text = stdout(&out);
+        assert_eq!(text.lines().count(), 4, "{from}: header only: {text}");
+        assert!(
+            text.find("| x").unwrap() < text.find("| id").unwrap(),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn head_reads_only_what_it_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    // A CSV whose record 5000 is broken: head -n 5 never reaches it.
+    let mut text = String::from("n\n");
+    for i in 0..5000 {
+        text.push_str(&format!("{i}\n"));
+    }
+    text.push_str("broken\n");
+    let input = dir.path().join("tail-broken.csv");
+    std::fs::write(&input, &text).unwrap();
+    let out = arrowsmith(&["head", p(&input), "-n", "5"]);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("| 4 "));
+}
+
+#[test]
+fn formats_lists_every_format() {
+    let out = arrowsmith(&["formats"]);
+    assert_ok(&out);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + Format::ALL.len(), "{text}");
+    assert!(lines[0].starts_with("NAME"));
+    for format in Format::ALL {
+        let line = lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(format.name()))
+            .unwrap_or_else(|| panic!("{} is listed", format.name()));
+        assert!(line.contains(format.description()), "{line}");
+        assert_eq!(line.contains("not yet"), !format.is_implemented(), "{line}");
+    }
+    assert!(text.contains(".arrow .feather .ipc"));
+}
+
+#[test]
+fn help_and_version() {
+    for args in [vec!["--help"], vec!["convert", "--help"], vec!["--version"]] {
+        let out = arrowsmith(&args);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(!stdout(&out).is_empty());
+    }
+    let help = stdout(&arrowsmith(&["convert", "--help"]));
+    for option in [
+        "--from",
+        "--to",
+        "--columns",
+        "--limit",
+        "--batch-size",
+        "--compression",
+        "--row-group-size",
+        "--sentinel-collisions-as-na",
+    ] {
+        assert!(help.contains(option), "{option} in {help}");
+    }
+}
+
+#[test]
+fn empty_inputs_convert_to_empty_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let header_only = dir.path().join("header.csv");
+    std::fs::write(&header_only, "a,b\n").unwrap();
+    let empty = dir.path().join("empty.ndjson");
+    std::fs::write(&empty, "").unwrap();
+    let zero_rows = dir.path().join("zero.parquet");
+    let batch = plain_batch(0);
+    write(&zero_rows, Format::Parquet, &batch, 1);
+    for input in [&header_only, &empty, &zero_rows] {
+        for to in FORMATS {
+            let output = dir.path().join(format!("out.{to}"));
+            assert_ok(&arrowsmith(&["convert", p(input), p(&output)]));
+            let (_, batches) = read(&output, format(to));
+            assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+        }
+    }
+    // A CSV of no rows still has its header.
+    let output = dir.path().join("zero.csv");
+    assert_ok(&arrowsmith(&["convert", p(&zero_rows), p(&output)]));
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap(),
+        "id,name,x,flag,day\n"
+    );
+}
+
+#[test]
+fn schemas_survive_a_zero_row_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    let batch = rich_batch();
+    write(&input, Format::Arrow, &batch, 4);
+    let output = dir.path().join("none.parquet");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&input),
+        p(&output),
+        "--limit",
+        "0",
+    ]));
+    let (schema, batches) = read(&output, Format::Parquet);
+    assert_eq!(schema.fields(), batch.schema().fields());
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+}
+
+#[test]
+fn huge_numbers_are_taken_in_stride() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    let batch = plain_batch(20);
+    write(&input, Format::Csv, &batch, 20);
+    let max = u64::MAX.to_string();
+    for to in FORMATS {
+        let output = dir.path().join(format!("out.{to}"));
+        assert_ok(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&output),
+            "--batch-size",
+            &max,
+            "--limit",
+            &max,
+        ]));
+        assert_same_values(&batch, &read_one(&output, format(to)), to);
+    }
+    assert_ok(&arrowsmith(&["head", p(&input), "-n", &max]));
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_conversion_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.parquet");
+    let batch = plain_batch(100_000);
+    let options = WriteOptions {
+        format: Some(Format::Parquet),
+        compression: Some("snappy".into()),
+        ..Default::default()
+    };
+    let mut writer = arrowsmith::create(&input, batch.schema(), &options).unwrap();
+    for _ in 0..10 {
+        writer.write(&batch).unwrap();
+    }
+    writer.finish().unwrap();
+
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let output = dir.path().join("out.csv");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+            .args(["convert", p(&input), p(&output), "--batch-size", "10000"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        // SAFETY: signals our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        match out.status.code() {
+            // A fast machine may have finished first: then the output is whole.
+            Some(0) => assert_eq!(read_one(&output, Format::Csv).num_rows(), 1_000_000),
+            code => {
+                assert_eq!(code, Some(128 + signal), "stderr: {}", stderr(&out));
+                assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+                assert!(!output.exists());
+            }
+        }
+        let _ = std::fs::remove_file(&output);
+        assert_only(dir.path(), &["big.parquet"]);
+    }
+}
