@@ -27,6 +27,7 @@
 //! ```
 
 pub mod atomic;
+pub mod dataseries;
 pub mod ecosystem;
 pub mod error;
 pub mod format;
