@@ -2,7 +2,7 @@
 //! as the reference packs them, extents compressed in parallel and written in order, then the
 //! index and trailer; the file appears at its path only when complete.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -681,7 +681,6 @@ pub struct Writer {
     current: Vec<RecordBatch>,
     current_rows: usize,
     current_var: usize,
-    unique_seen: HashSet<Vec<u8>>,
     /// Extents filled and not yet compressed.
     queue: Vec<RecordBatch>,
     offset: u64,
@@ -743,8 +742,7 @@ impl Writer {
             options,
             current: Vec::new(),
             current_rows: 0,
-            current_var: 0,
-            unique_seen: HashSet::new(),
+            current_var: 4,
             queue: Vec::new(),
             offset: 0,
             index: Vec::new(),
@@ -826,59 +824,31 @@ impl Writer {
         let t = self.t.clone();
         let rs = t.record_size;
         let target = self.options.extent_size;
-        let vcols: Vec<(bool, &BinaryArray)> = t
+        let vcols: Vec<&BinaryArray> = t
             .visible
             .iter()
             .zip(batch.columns())
             .filter(|(&i, _)| t.fields[i].kind == Kind::Variable32)
-            .map(|(&i, c)| (t.fields[i].pack_unique, c.as_binary::<i32>()))
+            .map(|(_, c)| c.as_binary::<i32>())
             .collect();
         let mut start = 0;
         for r in 0..batch.num_rows() {
-            let mut row_var = 0usize;
-            let mut new_unique: Vec<&[u8]> = Vec::new();
-            for &(unique, a) in &vcols {
-                if a.is_null(r) || a.value_length(r) == 0 {
-                    continue;
-                }
-                let v = a.value(r);
-                if unique {
-                    if self.unique_seen.contains(v) || new_unique.contains(&v) {
-                        continue;
-                    }
-                    new_unique.push(v);
-                }
-                row_var += 4 + roundup_var(v.len());
-            }
-            let size = (self.current_rows + 1) * rs + self.current_var + row_var + 4;
-            if size > target && self.current_rows > 0 {
+            // The reference's rule (§14): before a record is added, the extent is closed if its
+            // fixed bytes + variable bytes as appended (no deduplication, 4 leading zeros) + one
+            // more record exceed the target. The new record's own strings are not counted.
+            if self.current_rows > 0 && self.current_rows * rs + self.current_var + rs > target {
                 if r > start {
                     self.current.push(batch.slice(start, r - start));
                 }
                 start = r;
                 self.close_extent()?;
-                // Recount this row's values against the fresh extent.
-                new_unique.clear();
-                row_var = 0;
-                for &(unique, a) in &vcols {
-                    if a.is_null(r) || a.value_length(r) == 0 {
-                        continue;
-                    }
-                    let v = a.value(r);
-                    if unique {
-                        if new_unique.contains(&v) {
-                            continue;
-                        }
-                        new_unique.push(v);
-                    }
-                    row_var += 4 + roundup_var(v.len());
+            }
+            for a in &vcols {
+                if !a.is_null(r) && a.value_length(r) > 0 {
+                    self.current_var += 4 + roundup_var(a.value_length(r) as usize);
                 }
             }
-            for v in new_unique {
-                self.unique_seen.insert(v.to_vec());
-            }
             self.current_rows += 1;
-            self.current_var += row_var;
         }
         if batch.num_rows() > start {
             self.current
@@ -895,8 +865,7 @@ impl Writer {
         let b = concat_batches(&self.canon_schema, &self.current)?;
         self.current.clear();
         self.current_rows = 0;
-        self.current_var = 0;
-        self.unique_seen.clear();
+        self.current_var = 4;
         self.queue.push(b);
         if self.queue.len() >= (rayon::current_num_threads() * 2).max(2) {
             self.flush_queue()?;
