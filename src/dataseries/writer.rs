@@ -76,6 +76,39 @@ impl WriterOptions {
         self
     }
 
+    /// Options from a `--compression` value: `MODE[,MODE…][:LEVEL]` (see [`Self::parse_modes`]);
+    /// `None` gives the defaults (zlib level 6).
+    pub fn from_compression(spec: Option<&str>) -> Result<WriterOptions> {
+        let mut o = WriterOptions::default();
+        if let Some(spec) = spec {
+            let (modes, level) = match spec.rsplit_once(':') {
+                Some((m, l)) => (
+                    m,
+                    Some(
+                        l.trim()
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|l| (1..=9).contains(l))
+                            .ok_or_else(|| {
+                                Error::invalid_argument(format!(
+                                    "compression level {l:?} is not 1 to 9"
+                                ))
+                            })?,
+                    ),
+                ),
+                None => (spec, None),
+            };
+            o.modes = Self::parse_modes(modes)?;
+            if let Some(l) = level {
+                o.level = l;
+            } else if modes.trim() == "best" {
+                // The reference tools' default: every codec at level 9.
+                o.level = 9;
+            }
+        }
+        Ok(o)
+    }
+
     /// Parses a `--compress` value: `none`, a mode name, a comma list, or `best`.
     pub fn parse_modes(text: &str) -> Result<Vec<Mode>> {
         let mut out = Vec::new();
