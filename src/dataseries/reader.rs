@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::file::{decode_raw, Checks, DsFile, ExtentHeader, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
-use crate::{Error, ErrorClass, Projection, Result};
+use crate::{Error, Projection, Result};
 
 /// Builds a [`Reader`] of one extent type of a DataSeries file.
 #[derive(Debug, Clone)]
@@ -272,6 +272,3 @@ impl RecordBatchReader for Reader {
         self.decoder.schema.clone()
     }
 }
-
-#[allow(dead_code)]
-fn _class(_: ErrorClass) {}

@@ -987,6 +987,3 @@ impl BatchWriter for Writer {
         Writer::finish(*self)
     }
 }
-
-#[allow(dead_code)]
-fn _unused(_: &dyn Array) {}
