@@ -27,6 +27,7 @@
 //! ```
 
 pub mod atomic;
+pub mod dataseries;
 pub mod ecosystem;
 pub mod error;
 pub mod format;
@@ -192,6 +193,16 @@ pub fn open(
             }
             Ok(Box::new(builder.build(path)?))
         }
+        Format::DataSeries => {
+            let mut builder = dataseries::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
         other => ecosystem::open(path, other, options),
     }
 }
@@ -213,6 +224,14 @@ pub fn create(
             let jay_options =
                 jay::WriterOptions::default().with_sentinel_collisions(options.sentinel_collisions);
             Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
+        }
+        Format::DataSeries => {
+            let ds_options =
+                dataseries::WriterOptions::from_compression(options.compression.as_deref())
+                    .map_err(|e| e.with_file(path))?;
+            Ok(Box::new(dataseries::Writer::try_new(
+                path, schema, ds_options,
+            )?))
         }
         other => ecosystem::create(path, other, schema, options),
     }

@@ -611,8 +611,8 @@ fn data_and_io_errors_exit_1_with_one_line_naming_the_file() {
 #[test]
 fn formats_not_implemented_yet_say_so() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("x.ds");
-    std::fs::write(&input, b"DSv1 and then some").unwrap();
+    let input = dir.path().join("x.vs");
+    std::fs::write(&input, b"not yet readable").unwrap();
     let good = dir.path().join("good.parquet");
     write(&good, Format::Parquet, &plain_batch(10), 10);
     for args in [
@@ -621,10 +621,10 @@ fn formats_not_implemented_yet_say_so() {
         vec!["head", p(&input)],
     ] {
         let out = arrowsmith(&args);
-        assert_fails(&out, 1, "x.ds");
+        assert_fails(&out, 1, "x.vs");
         assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
     }
-    for output in ["out.ds", "out.vs", "out.bcolz", "out.filo"] {
+    for output in ["out.vs", "out.bcolz", "out.filo"] {
         let path = dir.path().join(output);
         let out = arrowsmith(&["convert", p(&good), p(&path)]);
         assert_fails(&out, 1, output);
@@ -632,7 +632,7 @@ fn formats_not_implemented_yet_say_so() {
     }
     let out = arrowsmith(&["convert", p(&good), "x", "--to", "filo-vector"]);
     assert_fails(&out, 1, "not implemented");
-    assert_only(dir.path(), &["x.ds", "good.parquet"]);
+    assert_only(dir.path(), &["x.vs", "good.parquet"]);
 }
 
 #[test]

@@ -12,10 +12,13 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
   arrowsmith convert frame.jay frame.arrow --compression zstd --columns id,name
   arrowsmith convert data.csv data.jay --limit 1000000
-  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000";
+  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000
+  arrowsmith convert trace.ds trace.parquet --type Trace::NFS::common --utf8
+  arrowsmith convert trace.parquet trace.ds --compress lz4 --extent-size 4194304";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
+    super::dataseries::check_read_args(from, &args.ds_read)?;
     let to = match args.to {
         Some(format) => format,
         None => Format::for_output(&args.output)?,
@@ -50,8 +53,17 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         }),
         None => Ok(()),
     };
-    let reader = arrowsmith::open(&args.input, &read_options)?;
-    let mut writer = arrowsmith::create(&args.output, reader.schema(), &write_options)?;
+    let reader = super::dataseries::open(&args.input, &read_options, &args.ds_read)?;
+    let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if to == Format::DataSeries {
+        super::dataseries::create(
+            &args.output,
+            reader.schema(),
+            &write_options,
+            &args.ds_write,
+        )?
+    } else {
+        arrowsmith::create(&args.output, reader.schema(), &write_options)?
+    };
     let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
     for batch in reader {
         let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
@@ -85,7 +97,10 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             Format::Arrow | Format::ArrowStream => {
                 arrowsmith::ecosystem::ipc::compression(Some(spec))?;
             }
-            _ => return refuse("--compression", "parquet, arrow and arrows"),
+            Format::DataSeries => {
+                arrowsmith::dataseries::WriterOptions::from_compression(Some(spec))?;
+            }
+            _ => return refuse("--compression", "parquet, arrow, arrows and dataseries"),
         }
     }
     if args.row_group_size.is_some() && to != Format::Parquet {
@@ -93,6 +108,18 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
     }
     if args.sentinel_collisions_as_na && to != Format::Jay {
         return refuse("--sentinel-collisions-as-na", "jay");
+    }
+    let w = &args.ds_write;
+    if to != Format::DataSeries
+        && (w.compress_level.is_some()
+            || w.extent_size.is_some()
+            || w.xml.is_some()
+            || w.type_name.is_some())
+    {
+        return refuse(
+            "--compress-level, --extent-size, --xml and --type-name",
+            "dataseries",
+        );
     }
     Ok(())
 }

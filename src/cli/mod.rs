@@ -6,6 +6,7 @@
 //! an internal error (exit 1), after the unwinding has removed any half-written output.
 
 mod convert;
+mod dataseries;
 mod formats;
 mod head;
 mod inspect;
@@ -81,8 +82,9 @@ struct ConvertArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_SIZE, value_parser = parse_positive)]
     batch_size: usize,
     /// Output compression: parquet none|snappy|gzip|lz4|zstd|brotli (default zstd), arrow and
-    /// arrows none|lz4|zstd (default none); a level as zstd:9
-    #[arg(long, value_name = "C")]
+    /// arrows none|lz4|zstd (default none); a level as zstd:9; dataseries
+    /// none|lzo|zlib|bz2|lzf|snappy|lz4|lz4hc, several comma-separated, or best (default zlib:6)
+    #[arg(long, visible_alias = "compress", value_name = "C")]
     compression: Option<String>,
     /// Parquet output: at most N rows per row group
     #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
@@ -91,6 +93,43 @@ struct ConvertArgs {
     /// NA instead of failing
     #[arg(long, help_heading = "Format options")]
     sentinel_collisions_as_na: bool,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
+    #[command(flatten)]
+    ds_write: DsWriteArgs,
+}
+
+/// DataSeries input options (convert, inspect, head).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct DsReadArgs {
+    /// DataSeries input: the extent type to read (needed when the file declares several)
+    #[arg(long = "type", value_name = "NAME", help_heading = "Format options")]
+    pub(crate) ds_type: Option<String>,
+    /// DataSeries input: read variable32 fields as Utf8, validated: all of them, or as
+    /// --utf8=a,b the named ones [default: Binary, except fields marked arrow_type="utf8"]
+    #[arg(long, value_name = "a,b,...", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_delimiter = ',', help_heading = "Format options")]
+    pub(crate) utf8: Option<Vec<String>>,
+    /// DataSeries input: skip the adler32, hash and variable32 checks
+    #[arg(long, help_heading = "Format options")]
+    pub(crate) no_checks: bool,
+}
+
+/// DataSeries output options (convert).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct DsWriteArgs {
+    /// DataSeries output: compression level 1..9 (lzo, zlib, bz2) [default: 6; 9 with best]
+    #[arg(long, value_name = "N", help_heading = "Format options")]
+    pub(crate) compress_level: Option<u32>,
+    /// DataSeries output: target uncompressed bytes per extent (1024 ..= 268435456)
+    #[arg(long, value_name = "BYTES", help_heading = "Format options")]
+    pub(crate) extent_size: Option<usize>,
+    /// DataSeries output: the ExtentType XML to use, stored verbatim
+    #[arg(long, value_name = "FILE", help_heading = "Format options")]
+    pub(crate) xml: Option<PathBuf>,
+    /// DataSeries output: the type name [default: from the input's metadata, else the file stem]
+    #[arg(long, value_name = "NAME", help_heading = "Format options")]
+    pub(crate) type_name: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +145,8 @@ struct InspectArgs {
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -121,6 +162,8 @@ struct HeadArgs {
     /// Columns to show, by name, in this order (comma-separated)
     #[arg(long, value_name = "a,b,...", value_delimiter = ',')]
     columns: Option<Vec<String>>,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {

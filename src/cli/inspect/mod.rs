@@ -5,6 +5,7 @@
 //! and its text rendering); see [`structure`]. Everything else (schema, rows, verification,
 //! output) is shared.
 
+mod dataseries;
 mod ipc;
 mod jay;
 mod parquet;
@@ -30,9 +31,16 @@ pub(crate) struct Structure {
 }
 
 /// The format's own structure; formats to come add their arm here.
-fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure>> {
+fn structure(
+    path: &Path,
+    format: Format,
+    args: &InspectArgs,
+) -> arrowsmith::Result<Option<Structure>> {
     Ok(Some(match format {
         Format::Jay => jay::structure(path)?,
+        Format::DataSeries => {
+            dataseries::structure(path, args.verify, args.ds_read.ds_type.as_deref())?
+        }
         Format::Parquet => parquet::structure(path)?,
         Format::Arrow => ipc::file_structure(path)?,
         Format::ArrowStream => ipc::stream_structure(path)?,
@@ -63,7 +71,7 @@ struct ReadThrough {
     error: Option<Error>,
 }
 
-fn read_through(path: &Path, format: Format) -> ReadThrough {
+fn read_through(path: &Path, format: Format, ds: &super::DsReadArgs) -> ReadThrough {
     let mut outcome = ReadThrough {
         rows: 0,
         batches: 0,
@@ -73,7 +81,7 @@ fn read_through(path: &Path, format: Format) -> ReadThrough {
         format: Some(format),
         ..ReadOptions::default()
     };
-    let reader = match arrowsmith::open(path, &options) {
+    let reader = match super::dataseries::open(path, &options, ds) {
         Ok(reader) => reader,
         Err(e) => {
             outcome.error = Some(e.with_file(path));
@@ -100,22 +108,39 @@ fn read_through(path: &Path, format: Format) -> ReadThrough {
 pub(crate) fn run(args: InspectArgs) -> CliResult {
     let path = args.input.as_path();
     let format = input_format(path, args.from)?;
-    let structure = structure(path, format)?;
-    let schema = arrowsmith::open(
+    super::dataseries::check_read_args(format, &args.ds_read)?;
+    let structure = structure(path, format, &args)?;
+    let mut notes = Vec::new();
+    let mut ds_read = args.ds_read.clone();
+    if format == Format::DataSeries && ds_read.ds_type.is_none() {
+        // A file of several types: describe them all, and show the first one's schema.
+        if let Ok(file) = arrowsmith::dataseries::DsFile::open(path, Default::default()) {
+            if arrowsmith::dataseries::choose_type(&file, None).is_err() {
+                if let Some(t) = file.candidate_types().first() {
+                    notes.push(format!(
+                        "the file declares several extent types; the schema and rows are those of {:?} (choose with --type)",
+                        t.name
+                    ));
+                    ds_read.ds_type = Some(t.name.clone());
+                }
+            }
+        }
+    }
+    let schema = super::dataseries::open(
         path,
         &ReadOptions {
             format: Some(format),
             limit: Some(0),
             ..ReadOptions::default()
         },
+        &ds_read,
     )?
     .schema();
 
-    let mut notes = Vec::new();
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
     let read = if args.verify || rows.is_none() {
-        Some(read_through(path, format))
+        Some(read_through(path, format, &ds_read))
     } else {
         None
     };
