@@ -29,6 +29,7 @@
 pub mod atomic;
 pub mod ecosystem;
 pub mod error;
+pub mod filo;
 pub mod format;
 pub mod jay;
 pub mod sentinel;
