@@ -282,11 +282,14 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
         WireType::Empty => new_null_array(data_type, (header >> 8) as usize),
         WireType::SimplePrimitive | WireType::ConstPrimitive => {
             let t = root::<fb::SimplePrimitiveVector>(fbuf, "SimplePrimitiveVector")?;
-            let len = length(t.len(), fbuf, "SimplePrimitiveVector.len")?;
             let constant = wire_type == WireType::ConstPrimitive;
-            if constant {
+            let len = if constant {
+                let len = length(t.len(), fbuf, "ConstPrimitiveVector.len")?;
                 check_expansion(len, bytes.len())?;
-            }
+                len
+            } else {
+                bounded_length(t.len(), fbuf, "SimplePrimitiveVector.len")?
+            };
             let nulls = validity(t.naMask(), len, fbuf)?;
             let info = t.info();
             let data = t.data();
@@ -294,7 +297,7 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
         }
         WireType::DiffPrimitive => {
             let t = root::<fb::DiffPrimitiveVector>(fbuf, "DiffPrimitiveVector")?;
-            let len = length(t.len(), fbuf, "DiffPrimitiveVector.len")?;
+            let len = bounded_length(t.len(), fbuf, "DiffPrimitiveVector.len")?;
             let nulls = validity(t.naMask(), len, fbuf)?;
             let what = "DiffPrimitiveVector.data";
             let (nbits, signed) = required_info(t.info(), len, "DiffPrimitiveVector.info")?;
@@ -344,19 +347,33 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
                 None if all_na || len == 0 => "",
                 None => return Err(missing("ConstStringVector.str")),
             };
-            let mut builder = StringBuilder::with_capacity(len, value.len().saturating_mul(len));
-            for i in 0..len {
-                if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
-                    builder.append_null();
-                } else {
-                    builder.append_value(value);
-                }
+            let total = value
+                .len()
+                .checked_mul(len)
+                .filter(|t| *t <= i32::MAX as usize);
+            let total = total.ok_or_else(|| {
+                Error::new(
+                    ErrorClass::ValueOutOfRange,
+                    format!("{len} copies of a {}-byte string exceed 2 GiB", value.len()),
+                )
+                .with_field("ConstStringVector.str")
+            })?;
+            let step = value.len() as i32;
+            let offsets: Vec<i32> = (0..=len as i32).map(|i| i * step).collect();
+            let mut values = Vec::with_capacity(total);
+            for _ in 0..len {
+                values.extend_from_slice(value.as_bytes());
             }
-            string_result(builder.finish(), filo_type)
+            let array = StringArray::new(
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                Buffer::from_vec(values),
+                nulls,
+            );
+            string_result(array, filo_type)
         }
         WireType::DictString => {
             let t = root::<fb::DictStringVector>(fbuf, "DictStringVector")?;
-            let len = length(t.len(), fbuf, "DictStringVector.len")?;
+            let len = bounded_length(t.len(), fbuf, "DictStringVector.len")?;
             let (nbits, signed) = required_info(t.info(), len, "DictStringVector.info")?;
             check_int_info(nbits, signed, "DictStringVector.info")?;
             let codes_vec = t.codes();
@@ -393,7 +410,7 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
             let t = root::<fb::DiffDateTimeVector>(fbuf, "DiffDateTimeVector")?;
             let vars = t.vars().ok_or_else(|| missing("DiffDateTimeVector.vars"))?;
             let (len, base_tz, base_millis) = ddt_vars(vars);
-            let len = length(len, fbuf, "DiffDateTimeVector.vars.len")?;
+            let len = bounded_length(len, fbuf, "DiffDateTimeVector.vars.len")?;
             let nulls = validity(t.naMask(), len, fbuf)?;
             let field = "DiffDateTimeVector.millisInfo";
             let (nbits, signed) = required_info(t.millisInfo(), len, field)?;
@@ -451,7 +468,7 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
         }
         WireType::SimpleFixedString => {
             let t = root::<fb::SimplePrimitiveVector>(fbuf, "SimpleFixedStringVector")?;
-            let len = length(t.len(), fbuf, "SimpleFixedStringVector.len")?;
+            let len = bounded_length(t.len(), fbuf, "SimpleFixedStringVector.len")?;
             let nulls = validity(t.naMask(), len, fbuf)?;
             let field = "SimpleFixedStringVector.info";
             let (nbits, _) = required_info(t.info(), len, field)?;
@@ -595,6 +612,23 @@ fn offset_of(fbuf: &[u8], part: &[u8]) -> u64 {
 
 fn missing(field: &str) -> Error {
     Error::new(ErrorClass::MissingField, "required field is absent").with_field(field.to_string())
+}
+
+/// The length of a vector whose elements take at least one bit each of the buffer, checked
+/// against it before anything is allocated for them (NA masks included).
+fn bounded_length(len: i32, fbuf: &[u8], field: &str) -> Result<usize> {
+    let n = length(len, fbuf, field)?;
+    if n / 8 > fbuf.len() {
+        return Err(Error::new(
+            ErrorClass::BufferSize,
+            format!(
+                "{n} elements cannot fit in a vector of {} bytes",
+                fbuf.len() + 4
+            ),
+        )
+        .with_field(field.to_string()));
+    }
+    Ok(n)
 }
 
 fn length(len: i32, _fbuf: &[u8], field: &str) -> Result<usize> {
