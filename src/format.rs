@@ -108,6 +108,8 @@ impl Format {
         matches!(
             self,
             Format::Jay
+                | Format::Filo
+                | Format::FiloVector
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

@@ -12,7 +12,9 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
   arrowsmith convert frame.jay frame.arrow --compression zstd --columns id,name
   arrowsmith convert data.csv data.jay --limit 1000000
-  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000";
+  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000
+  arrowsmith convert table.parquet table.filo --filo-chunk-size 100000
+  arrowsmith convert column.bin column.arrow --from filo-vector --filo-type Long";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
@@ -23,6 +25,11 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     to.ensure_implemented()
         .map_err(|e| e.with_file(&args.output))?;
     check_format_options(&args, to)?;
+    if args.filo_type.is_some() && from != Format::FiloVector && to != Format::FiloVector {
+        return Err(
+            Error::invalid_argument("--filo-type applies to filo-vector input or output").into(),
+        );
+    }
     refuse_same_file(&args.input, &args.output)?;
 
     let read_options = ReadOptions {
@@ -30,6 +37,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         batch_size: args.batch_size,
         projection: projection(&args.columns),
         limit: args.limit,
+        filo_type: args.filo_type,
     };
     let write_options = WriteOptions {
         format: Some(to),
@@ -40,6 +48,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         } else {
             CollisionPolicy::default()
         },
+        filo_chunk_size: args.filo_chunk_size,
+        filo_hint: args.filo_encoding,
+        filo_type: args.filo_type,
     };
 
     super::interrupt::install();
@@ -93,6 +104,12 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
     }
     if args.sentinel_collisions_as_na && to != Format::Jay {
         return refuse("--sentinel-collisions-as-na", "jay");
+    }
+    if args.filo_chunk_size.is_some() && to != Format::Filo {
+        return refuse("--filo-chunk-size", "filo");
+    }
+    if args.filo_encoding.is_some() && !matches!(to, Format::Filo | Format::FiloVector) {
+        return refuse("--filo-encoding", "filo and filo-vector");
     }
     Ok(())
 }

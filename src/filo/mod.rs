@@ -19,6 +19,8 @@ mod builder;
 mod decode;
 mod encode;
 pub mod mapping;
+mod set;
+mod vector;
 
 pub use decode::{
     decode, decode_rows, fuzz_decode, header, inspect, MaskKind, VectorInfo, WireType,
@@ -26,3 +28,8 @@ pub use decode::{
 };
 pub use encode::{encode, encode_array, should_diff, width, EncodeOptions, Hint};
 pub use mapping::FiloType;
+pub use set::{
+    chunk_dir, column_file, read_column_chunk, Reader, ReaderBuilder, SetColumn, SetInfo, Writer,
+    WriterOptions, DEFAULT_CHUNK_SIZE, SET_FORMAT,
+};
+pub use vector::{VectorReader, VectorWriter, VECTOR_COLUMN};

@@ -5,6 +5,7 @@
 //! and its text rendering); see [`structure`]. Everything else (schema, rows, verification,
 //! output) is shared.
 
+mod filo;
 mod ipc;
 mod jay;
 mod parquet;
@@ -13,6 +14,7 @@ mod text;
 use std::path::Path;
 
 use arrow_schema::{Field, Schema};
+use arrowsmith::filo::FiloType;
 use arrowsmith::{Error, Format, ReadOptions};
 use serde_json::{json, Map, Value};
 
@@ -33,6 +35,8 @@ pub(crate) struct Structure {
 fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure>> {
     Ok(Some(match format {
         Format::Jay => jay::structure(path)?,
+        Format::Filo => filo::set_structure(path)?,
+        Format::FiloVector => filo::vector_structure(path)?,
         Format::Parquet => parquet::structure(path)?,
         Format::Arrow => ipc::file_structure(path)?,
         Format::ArrowStream => ipc::stream_structure(path)?,
@@ -46,6 +50,7 @@ fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure
 pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
     match format {
         Format::Jay => jay::known_rows(path),
+        Format::Filo => filo::known_rows(path),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
@@ -63,7 +68,7 @@ struct ReadThrough {
     error: Option<Error>,
 }
 
-fn read_through(path: &Path, format: Format) -> ReadThrough {
+fn read_through(path: &Path, format: Format, filo_type: Option<FiloType>) -> ReadThrough {
     let mut outcome = ReadThrough {
         rows: 0,
         batches: 0,
@@ -71,6 +76,7 @@ fn read_through(path: &Path, format: Format) -> ReadThrough {
     };
     let options = ReadOptions {
         format: Some(format),
+        filo_type,
         ..ReadOptions::default()
     };
     let reader = match arrowsmith::open(path, &options) {
@@ -106,6 +112,7 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
         &ReadOptions {
             format: Some(format),
             limit: Some(0),
+            filo_type: args.filo_type,
             ..ReadOptions::default()
         },
     )?
@@ -115,7 +122,7 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
     let read = if args.verify || rows.is_none() {
-        Some(read_through(path, format))
+        Some(read_through(path, format, args.filo_type))
     } else {
         None
     };
