@@ -80,6 +80,7 @@ impl RecordBatchReader for VectorReader {
 /// at `finish`, so the column is held in memory until then.
 pub struct VectorWriter {
     path: PathBuf,
+    schema: SchemaRef,
     filo_type: FiloType,
     options: EncodeOptions,
     parts: Vec<ArrayRef>,
@@ -109,6 +110,7 @@ impl VectorWriter {
         };
         Ok(VectorWriter {
             path,
+            schema,
             filo_type,
             options,
             parts: Vec::new(),
@@ -123,7 +125,7 @@ impl VectorWriter {
     pub fn finish(self) -> Result<WriteSummary> {
         let parts: Vec<&dyn arrow_array::Array> = self.parts.iter().map(|a| a.as_ref()).collect();
         let array = if parts.is_empty() {
-            return Err(Error::invalid_argument("no batches to write").with_file(&self.path));
+            arrow_array::new_empty_array(self.schema.field(0).data_type())
         } else {
             arrow::compute::concat(&parts)?
         };
