@@ -324,7 +324,7 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
             let strings = t.data();
             let len = strings.map_or(0, |d| d.len());
             let nulls = validity(t.naMask(), len, fbuf)?;
-            let mut builder = StringBuilder::with_capacity(len, strings.map_or(0, |_| 0));
+            let mut builder = StringBuilder::with_capacity(len, 0);
             if let Some(strings) = strings {
                 for (i, s) in strings.iter().enumerate() {
                     if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
