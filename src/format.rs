@@ -109,6 +109,8 @@ impl Format {
             self,
             Format::Jay
                 | Format::DataSeries
+                | Format::Filo
+                | Format::FiloVector
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

@@ -30,6 +30,7 @@ pub mod atomic;
 pub mod dataseries;
 pub mod ecosystem;
 pub mod error;
+pub mod filo;
 pub mod format;
 pub mod jay;
 pub mod sentinel;
@@ -128,6 +129,8 @@ pub struct ReadOptions {
     pub projection: Option<Projection>,
     /// Read at most this many rows.
     pub limit: Option<usize>,
+    /// The element type of a bare Filo vector (`Format::FiloVector`), which its bytes lack.
+    pub filo_type: Option<filo::FiloType>,
 }
 
 impl Default for ReadOptions {
@@ -137,6 +140,7 @@ impl Default for ReadOptions {
             batch_size: DEFAULT_BATCH_SIZE,
             projection: None,
             limit: None,
+            filo_type: None,
         }
     }
 }
@@ -153,6 +157,12 @@ pub struct WriteOptions {
     pub row_group_size: Option<usize>,
     /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
     pub sentinel_collisions: CollisionPolicy,
+    /// Filo: rows per chunk of a Filo set (default 65,536).
+    pub filo_chunk_size: Option<usize>,
+    /// Filo: the encoding hint of every column (default: filo's AutoDetect).
+    pub filo_hint: Option<filo::Hint>,
+    /// Filo: the element type of a bare vector (default: the column's natural type).
+    pub filo_type: Option<filo::FiloType>,
 }
 
 /// What a finished write reports.
@@ -203,6 +213,33 @@ pub fn open(
             }
             Ok(Box::new(builder.build(path)?))
         }
+        Format::Filo => {
+            let mut builder = filo::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::FiloVector => {
+            let filo_type = options.filo_type.ok_or_else(|| {
+                Error::invalid_argument(
+                    "a bare Filo vector does not say its element type; give it (--filo-type)",
+                )
+                .with_file(path)
+            })?;
+            if options.projection.is_some() {
+                return Err(Error::invalid_argument(
+                    "a bare Filo vector has one column; it takes no projection",
+                )
+                .with_file(path));
+            }
+            let reader =
+                filo::VectorReader::open(path, filo_type, options.batch_size, options.limit)?;
+            Ok(Box::new(reader))
+        }
         other => ecosystem::open(path, other, options),
     }
 }
@@ -231,6 +268,25 @@ pub fn create(
                     .map_err(|e| e.with_file(path))?;
             Ok(Box::new(dataseries::Writer::try_new(
                 path, schema, ds_options,
+            )?))
+        }
+        Format::Filo => {
+            let mut filo_options = filo::WriterOptions::default()
+                .with_hint(options.filo_hint.unwrap_or_default())
+                .with_overwrite(true);
+            if let Some(rows) = options.filo_chunk_size {
+                filo_options = filo_options.with_chunk_size(rows);
+            }
+            Ok(Box::new(filo::Writer::try_new(path, schema, filo_options)?))
+        }
+        Format::FiloVector => {
+            let encode =
+                filo::EncodeOptions::default().with_hint(options.filo_hint.unwrap_or_default());
+            Ok(Box::new(filo::VectorWriter::try_new(
+                path,
+                schema,
+                options.filo_type,
+                encode,
             )?))
         }
         other => ecosystem::create(path, other, schema, options),

@@ -624,14 +624,12 @@ fn formats_not_implemented_yet_say_so() {
         assert_fails(&out, 1, "x.vs");
         assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
     }
-    for output in ["out.vs", "out.bcolz", "out.filo"] {
+    for output in ["out.vs", "out.bcolz"] {
         let path = dir.path().join(output);
         let out = arrowsmith(&["convert", p(&good), p(&path)]);
         assert_fails(&out, 1, output);
         assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
     }
-    let out = arrowsmith(&["convert", p(&good), "x", "--to", "filo-vector"]);
-    assert_fails(&out, 1, "not implemented");
     assert_only(dir.path(), &["x.vs", "good.parquet"]);
 }
 

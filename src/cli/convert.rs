@@ -14,7 +14,9 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert data.csv data.jay --limit 1000000
   arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000
   arrowsmith convert trace.ds trace.parquet --type Trace::NFS::common --utf8
-  arrowsmith convert trace.parquet trace.ds --compress lz4 --extent-size 4194304";
+  arrowsmith convert trace.parquet trace.ds --compress lz4 --extent-size 4194304
+  arrowsmith convert table.parquet table.filo --filo-chunk-size 100000
+  arrowsmith convert column.bin column.arrow --from filo-vector --filo-type Long";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
@@ -26,6 +28,11 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     to.ensure_implemented()
         .map_err(|e| e.with_file(&args.output))?;
     check_format_options(&args, to)?;
+    if args.filo_type.is_some() && from != Format::FiloVector && to != Format::FiloVector {
+        return Err(
+            Error::invalid_argument("--filo-type applies to filo-vector input or output").into(),
+        );
+    }
     refuse_same_file(&args.input, &args.output)?;
 
     let read_options = ReadOptions {
@@ -33,6 +40,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         batch_size: args.batch_size,
         projection: projection(&args.columns),
         limit: args.limit,
+        filo_type: args.filo_type,
     };
     let write_options = WriteOptions {
         format: Some(to),
@@ -43,6 +51,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         } else {
             CollisionPolicy::default()
         },
+        filo_chunk_size: args.filo_chunk_size,
+        filo_hint: args.filo_encoding,
+        filo_type: args.filo_type,
     };
 
     super::interrupt::install();
@@ -120,6 +131,12 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             "--compress-level, --extent-size, --xml and --type-name",
             "dataseries",
         );
+    }
+    if args.filo_chunk_size.is_some() && to != Format::Filo {
+        return refuse("--filo-chunk-size", "filo");
+    }
+    if args.filo_encoding.is_some() && !matches!(to, Format::Filo | Format::FiloVector) {
+        return refuse("--filo-encoding", "filo and filo-vector");
     }
     Ok(())
 }

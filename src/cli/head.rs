@@ -14,6 +14,7 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
         batch_size: args.rows.clamp(1, DEFAULT_BATCH_SIZE),
         projection: projection(&args.columns),
         limit: Some(args.rows),
+        filo_type: args.filo_type,
     };
     let reader = super::dataseries::open(&args.input, &options, &args.ds_read)?;
     let schema = reader.schema();

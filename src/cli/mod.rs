@@ -93,6 +93,17 @@ struct ConvertArgs {
     /// NA instead of failing
     #[arg(long, help_heading = "Format options")]
     sentinel_collisions_as_na: bool,
+    /// filo-vector input or output: the vector's element type (Int, Long, Double, Float,
+    /// Boolean, String, Timestamp, DateTime, Binary); Filo bytes do not record it
+    #[arg(long, value_name = "T", value_parser = parse_filo_type, help_heading = "Format options")]
+    filo_type: Option<arrowsmith::filo::FiloType>,
+    /// filo output: rows per chunk [default: 65536]
+    #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
+    filo_chunk_size: Option<usize>,
+    /// filo and filo-vector output: encoding hint auto|simple|dict|diff|fixed [default: auto,
+    /// filo's own choice]
+    #[arg(long, value_name = "E", value_parser = parse_filo_hint, help_heading = "Format options")]
+    filo_encoding: Option<arrowsmith::filo::Hint>,
     #[command(flatten)]
     ds_read: DsReadArgs,
     #[command(flatten)]
@@ -139,6 +150,9 @@ struct InspectArgs {
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
     from: Option<Format>,
+    /// filo-vector input: the vector's element type (Filo bytes do not record it)
+    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
+    filo_type: Option<arrowsmith::filo::FiloType>,
     /// Also read every batch, and report whether the whole file reads (exit 1 if not)
     #[arg(long)]
     verify: bool,
@@ -159,6 +173,9 @@ struct HeadArgs {
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
     from: Option<Format>,
+    /// filo-vector input: the vector's element type (Filo bytes do not record it)
+    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
+    filo_type: Option<arrowsmith::filo::FiloType>,
     /// Columns to show, by name, in this order (comma-separated)
     #[arg(long, value_name = "a,b,...", value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -168,6 +185,14 @@ struct HeadArgs {
 
 fn parse_format(name: &str) -> Result<Format, String> {
     name.parse::<Format>().map_err(|e| e.message().to_string())
+}
+
+fn parse_filo_type(name: &str) -> Result<arrowsmith::filo::FiloType, String> {
+    name.parse().map_err(|e: Error| e.message().to_string())
+}
+
+fn parse_filo_hint(name: &str) -> Result<arrowsmith::filo::Hint, String> {
+    name.parse().map_err(|e: Error| e.message().to_string())
 }
 
 fn parse_positive(text: &str) -> Result<usize, String> {

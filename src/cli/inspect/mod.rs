@@ -6,6 +6,7 @@
 //! output) is shared.
 
 mod dataseries;
+mod filo;
 mod ipc;
 mod jay;
 mod parquet;
@@ -14,6 +15,7 @@ mod text;
 use std::path::Path;
 
 use arrow_schema::{Field, Schema};
+use arrowsmith::filo::FiloType;
 use arrowsmith::{Error, Format, ReadOptions};
 use serde_json::{json, Map, Value};
 
@@ -41,6 +43,8 @@ fn structure(
         Format::DataSeries => {
             dataseries::structure(path, args.verify, args.ds_read.ds_type.as_deref())?
         }
+        Format::Filo => filo::set_structure(path)?,
+        Format::FiloVector => filo::vector_structure(path)?,
         Format::Parquet => parquet::structure(path)?,
         Format::Arrow => ipc::file_structure(path)?,
         Format::ArrowStream => ipc::stream_structure(path)?,
@@ -54,6 +58,7 @@ fn structure(
 pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
     match format {
         Format::Jay => jay::known_rows(path),
+        Format::Filo => filo::known_rows(path),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
@@ -71,7 +76,12 @@ struct ReadThrough {
     error: Option<Error>,
 }
 
-fn read_through(path: &Path, format: Format, ds: &super::DsReadArgs) -> ReadThrough {
+fn read_through(
+    path: &Path,
+    format: Format,
+    ds: &super::DsReadArgs,
+    filo_type: Option<FiloType>,
+) -> ReadThrough {
     let mut outcome = ReadThrough {
         rows: 0,
         batches: 0,
@@ -79,6 +89,7 @@ fn read_through(path: &Path, format: Format, ds: &super::DsReadArgs) -> ReadThro
     };
     let options = ReadOptions {
         format: Some(format),
+        filo_type,
         ..ReadOptions::default()
     };
     let reader = match super::dataseries::open(path, &options, ds) {
@@ -131,6 +142,7 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
         &ReadOptions {
             format: Some(format),
             limit: Some(0),
+            filo_type: args.filo_type,
             ..ReadOptions::default()
         },
         &ds_read,
@@ -140,7 +152,7 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
     let read = if args.verify || rows.is_none() {
-        Some(read_through(path, format, &ds_read))
+        Some(read_through(path, format, &ds_read, args.filo_type))
     } else {
         None
     };
