@@ -32,6 +32,7 @@ pub mod error;
 pub mod format;
 pub mod jay;
 pub mod sentinel;
+pub mod vs;
 
 use std::path::Path;
 
