@@ -108,6 +108,7 @@ impl Format {
         matches!(
             self,
             Format::Jay
+                | Format::Vs
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

@@ -128,6 +128,8 @@ pub struct ReadOptions {
     pub projection: Option<Projection>,
     /// Read at most this many rows.
     pub limit: Option<usize>,
+    /// VS reader options (end-of-file mode, varint order, app_data mode, …).
+    pub vs: vs::VsReadOptions,
 }
 
 impl Default for ReadOptions {
@@ -137,6 +139,7 @@ impl Default for ReadOptions {
             batch_size: DEFAULT_BATCH_SIZE,
             projection: None,
             limit: None,
+            vs: vs::VsReadOptions::default(),
         }
     }
 }
@@ -153,6 +156,8 @@ pub struct WriteOptions {
     pub row_group_size: Option<usize>,
     /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
     pub sentinel_collisions: CollisionPolicy,
+    /// VS writer options (`compression` above is parsed as none|gzip|snappy for VS).
+    pub vs: vs::VsWriteOptions,
 }
 
 /// What a finished write reports.
@@ -193,6 +198,18 @@ pub fn open(
             }
             Ok(Box::new(builder.build(path)?))
         }
+        Format::Vs => {
+            let mut builder = vs::ReaderBuilder::new()
+                .with_batch_size(options.batch_size)
+                .with_options(options.vs);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
         other => ecosystem::open(path, other, options),
     }
 }
@@ -214,6 +231,17 @@ pub fn create(
             let jay_options =
                 jay::WriterOptions::default().with_sentinel_collisions(options.sentinel_collisions);
             Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
+        }
+        Format::Vs => {
+            let mut vs_options = options.vs.clone();
+            if let Some(spec) = &options.compression {
+                vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "VS compression {spec:?}: expected none, gzip or snappy"
+                    ))
+                })?);
+            }
+            Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
         }
         other => ecosystem::create(path, other, schema, options),
     }

@@ -25,11 +25,22 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     check_format_options(&args, to)?;
     refuse_same_file(&args.input, &args.output)?;
 
+    let mut vs_read = arrowsmith::vs::VsReadOptions::default();
+    if args.lenient_eof {
+        vs_read.parse.eof = arrowsmith::vs::EofMode::Lenient;
+    }
+    if let Some(order) = args.varint {
+        vs_read.parse.varint = order;
+    }
+    if let Some(mode) = args.app_data {
+        vs_read.app_data = mode;
+    }
     let read_options = ReadOptions {
         format: Some(from),
         batch_size: args.batch_size,
         projection: projection(&args.columns),
         limit: args.limit,
+        vs: vs_read,
     };
     let write_options = WriteOptions {
         format: Some(to),
@@ -39,6 +50,10 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             CollisionPolicy::AsNull
         } else {
             CollisionPolicy::default()
+        },
+        vs: arrowsmith::vs::VsWriteOptions {
+            lenient_eof: args.lenient_eof,
+            ..Default::default()
         },
     };
 
@@ -51,6 +66,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         None => Ok(()),
     };
     let reader = arrowsmith::open(&args.input, &read_options)?;
+    if args.append {
+        return append(args, reader, write_options);
+    }
     let mut writer = arrowsmith::create(&args.output, reader.schema(), &write_options)?;
     let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
     for batch in reader {
@@ -85,7 +103,14 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             Format::Arrow | Format::ArrowStream => {
                 arrowsmith::ecosystem::ipc::compression(Some(spec))?;
             }
-            _ => return refuse("--compression", "parquet, arrow and arrows"),
+            Format::Vs => {
+                if arrowsmith::vs::Compression::parse(spec).is_none() {
+                    return Err(Error::invalid_argument(format!(
+                        "--compression {spec}: vs output takes none, gzip or snappy"
+                    )));
+                }
+            }
+            _ => return refuse("--compression", "parquet, arrow, arrows and vs"),
         }
     }
     if args.row_group_size.is_some() && to != Format::Parquet {
@@ -93,6 +118,21 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
     }
     if args.sentinel_collisions_as_na && to != Format::Jay {
         return refuse("--sentinel-collisions-as-na", "jay");
+    }
+    if args.append && to != Format::Vs {
+        return refuse("--append", "vs");
+    }
+    let from_vs = args.from == Some(Format::Vs)
+        || (args.from.is_none() && Format::detect(&args.input).ok() == Some(Format::Vs));
+    if (args.varint.is_some() || args.app_data.is_some()) && !from_vs {
+        return Err(Error::invalid_argument(
+            "--varint and --app-data apply to vs input",
+        ));
+    }
+    if args.lenient_eof && !from_vs && !args.append {
+        return Err(Error::invalid_argument(
+            "--lenient-eof applies to vs input or to --append",
+        ));
     }
     Ok(())
 }
@@ -107,5 +147,20 @@ fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
             .with_file(output));
         }
     }
+    Ok(())
+}
+
+/// `convert --append`: the rows go after the existing points of a VS OUTPUT (spec §13.3).
+fn append(
+    args: ConvertArgs,
+    reader: Box<dyn arrow_array::RecordBatchReader + Send>,
+    options: WriteOptions,
+) -> CliResult {
+    let mut vs = options.vs;
+    if let Some(spec) = &options.compression {
+        vs.compression = arrowsmith::vs::Compression::parse(spec);
+    }
+    let summary = arrowsmith::vs::append(&args.output, reader, &vs)?;
+    let _ = summary;
     Ok(())
 }

@@ -13,6 +13,7 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
         batch_size: args.rows.clamp(1, DEFAULT_BATCH_SIZE),
         projection: projection(&args.columns),
         limit: Some(args.rows),
+        ..ReadOptions::default()
     };
     let reader = arrowsmith::open(&args.input, &options)?;
     let schema = reader.schema();

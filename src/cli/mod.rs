@@ -91,6 +91,36 @@ struct ConvertArgs {
     /// NA instead of failing
     #[arg(long, help_heading = "Format options")]
     sentinel_collisions_as_na: bool,
+    /// VS output: append the rows to the existing OUTPUT (crash-safe, under its lock) instead
+    /// of replacing it
+    #[arg(long, help_heading = "Format options")]
+    append: bool,
+    /// VS input: accept a file that ends at a block boundary without its '$' terminal (with
+    /// --append: give such an OUTPUT its terminal first)
+    #[arg(long, help_heading = "Format options")]
+    lenient_eof: bool,
+    /// VS input: varint byte order, leb128 (the format's) or msb-first (upstream's prototype)
+    #[arg(long, value_name = "ORDER", value_parser = parse_varint, help_heading = "Format options")]
+    varint: Option<arrowsmith::vs::VarintOrder>,
+    /// VS input: app_data as json text (default) or the exact msgpack bytes (Binary)
+    #[arg(long, value_name = "MODE", value_parser = parse_app_data, help_heading = "Format options")]
+    app_data: Option<arrowsmith::vs::AppDataMode>,
+}
+
+fn parse_varint(text: &str) -> Result<arrowsmith::vs::VarintOrder, String> {
+    match text {
+        "leb128" => Ok(arrowsmith::vs::VarintOrder::Leb128),
+        "msb-first" => Ok(arrowsmith::vs::VarintOrder::MsbFirst),
+        _ => Err("expected leb128 or msb-first".to_string()),
+    }
+}
+
+fn parse_app_data(text: &str) -> Result<arrowsmith::vs::AppDataMode, String> {
+    match text {
+        "json" => Ok(arrowsmith::vs::AppDataMode::Json),
+        "msgpack" => Ok(arrowsmith::vs::AppDataMode::Msgpack),
+        _ => Err("expected json or msgpack".to_string()),
+    }
 }
 
 #[derive(Debug, Args)]

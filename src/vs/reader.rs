@@ -830,3 +830,76 @@ impl<'m> BatchBuilder<'m> {
         )?)
     }
 }
+
+/// One block as `inspect` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockInfo {
+    pub kind: u8,
+    pub offset: u64,
+    pub length: u32,
+    /// Points: the vector's compression code (low 3 bits of its option byte).
+    pub compression: Option<u8>,
+}
+
+/// The block structure of a file, for `inspect`.
+#[derive(Debug, Clone, Default)]
+pub struct Description {
+    pub meta: Option<Meta>,
+    pub live_points: u64,
+    pub blank_blocks: u64,
+    pub unknown_blocks: u64,
+    /// Number of live points per compression code 0–7.
+    pub compression_counts: [u64; 8],
+    /// The first `max_blocks` blocks in file order.
+    pub blocks: Vec<BlockInfo>,
+    pub terminal: Option<u64>,
+    /// Bytes after the terminal (ignored by readers).
+    pub trailing_bytes: u64,
+    pub file_size: u64,
+}
+
+impl VsFile {
+    /// Walks every block (leniently at the end of the file; the terminal says whether `'$'`
+    /// was there) and lists the first `max_blocks` of them.
+    pub fn describe(&self, max_blocks: usize) -> Result<Description> {
+        let bytes: &[u8] = &self.bytes;
+        let mut d = Description {
+            meta: self.meta.clone(),
+            file_size: bytes.len() as u64,
+            ..Description::default()
+        };
+        let mut blocks = Blocks::new(bytes, 4, codec::EofMode::Lenient);
+        let result = (|| {
+            while let Some(b) = blocks.next_block()? {
+                let mut compression = None;
+                match b.kind {
+                    codec::POINT => {
+                        d.live_points += 1;
+                        let point = codec::parse_point(&b, self.options.parse.varint)?;
+                        let code = point.vec_option & 7;
+                        d.compression_counts[code as usize] += 1;
+                        compression = Some(code);
+                    }
+                    codec::BLANK => d.blank_blocks += 1,
+                    codec::META => {}
+                    _ => d.unknown_blocks += 1,
+                }
+                if d.blocks.len() < max_blocks {
+                    d.blocks.push(BlockInfo {
+                        kind: b.kind,
+                        offset: b.offset,
+                        length: b.payload.len() as u32,
+                        compression,
+                    });
+                }
+            }
+            Ok::<(), Error>(())
+        })();
+        result.map_err(|e| attach(e, self.path()))?;
+        d.terminal = blocks.terminal;
+        if let Some(t) = d.terminal {
+            d.trailing_bytes = d.file_size - t - 1;
+        }
+        Ok(d)
+    }
+}

@@ -9,6 +9,7 @@ mod ipc;
 mod jay;
 mod parquet;
 mod text;
+mod vs;
 
 use std::path::Path;
 
@@ -38,6 +39,7 @@ fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure
         Format::ArrowStream => ipc::stream_structure(path)?,
         Format::Csv => text::csv_structure(path)?,
         Format::Ndjson => text::ndjson_structure(path)?,
+        Format::Vs => vs::structure(path)?,
         _ => return Ok(None),
     }))
 }
@@ -46,6 +48,7 @@ fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure
 pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
     match format {
         Format::Jay => jay::known_rows(path),
+        Format::Vs => vs::known_rows(path),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
