@@ -504,7 +504,11 @@ impl Reader {
             Ok((point, plain))
         };
         let compressed = refs.len() > 1
-            && meta.resolution.plain_size(meta.n).unwrap_or(usize::MAX) * refs.len()
+            && meta
+                .resolution
+                .plain_size(meta.n)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(refs.len())
                 >= PARALLEL_THRESHOLD;
         let decoded: Vec<_> = if compressed {
             refs.par_iter().map(decode).collect::<Result<_>>()
