@@ -396,3 +396,19 @@ fn an_append_cut_before_its_commit_leaves_the_old_file() {
         .unwrap();
     assert_eq!(d.trailing_bytes, 0);
 }
+
+#[test]
+fn appending_to_or_deleting_from_a_non_vs_file_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zero.vs");
+    std::fs::write(&path, b"").unwrap();
+    let e = append(&path, points(0, 1)).unwrap_err();
+    assert!(e.to_string().contains("truncated header"), "{e}");
+    assert!(e.to_string().contains("zero.vs"), "{e}");
+    std::fs::write(&path, b"VX\0\0$").unwrap();
+    let e = vs::delete_point(&path, 4, LockWait::Block).unwrap_err();
+    assert!(e.to_string().contains("bad signature"), "{e}");
+    let e = vs::compact(&path, LockWait::Block).unwrap_err();
+    assert!(e.to_string().contains("bad signature"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"VX\0\0$");
+}

@@ -318,13 +318,20 @@ impl<'a> Fields<'a> {
 
     /// A `json` field: `None` when absent (length 0), else one validated msgpack value.
     pub fn json(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
+        let bytes = self.json_unchecked(field)?;
+        if let Some(bytes) = bytes {
+            validate_msgpack(bytes).map_err(|m| self.error(ErrorClass::BadValue, field, m))?;
+        }
+        Ok(bytes)
+    }
+
+    /// A `json` field whose msgpack the caller decodes (and so validates) itself.
+    pub fn json_unchecked(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
         let n = self.vu32(field)? as usize;
         if n == 0 {
             return Ok(None);
         }
-        let bytes = self.take(n, field)?;
-        validate_msgpack(bytes).map_err(|m| self.error(ErrorClass::BadValue, field, m))?;
-        Ok(Some(bytes))
+        Ok(Some(self.take(n, field)?))
     }
 }
 
@@ -493,6 +500,15 @@ pub struct Point<'a> {
 }
 
 pub fn parse_point<'a>(block: &Block<'a>, order: VarintOrder) -> Result<Point<'a>> {
+    parse_point_with(block, order, true)
+}
+
+/// [`parse_point`]; `validate = false` leaves the app_data msgpack to a caller that decodes it.
+pub fn parse_point_with<'a>(
+    block: &Block<'a>,
+    order: VarintOrder,
+    validate: bool,
+) -> Result<Point<'a>> {
     let mut f = Fields::new(block, order);
     let option = f.u8("point_option")?;
     if option & 0x07 != 0 {
@@ -502,7 +518,11 @@ pub fn parse_point<'a>(block: &Block<'a>, order: VarintOrder) -> Result<Point<'a
             format!("unsupported point option 0x{option:02X} (low 3 bits must be 0)"),
         ));
     }
-    let app_data = f.json("app_data")?;
+    let app_data = if validate {
+        f.json("app_data")?
+    } else {
+        f.json_unchecked("app_data")?
+    };
     let vec_option = f.u8("vec_option")?;
     let stored_len = f.u32le("stored_len")? as usize;
     let stored = f.take(stored_len, "vector")?;

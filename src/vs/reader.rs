@@ -499,7 +499,9 @@ impl Reader {
                 offset,
                 payload: &bytes[start..start + len],
             };
-            let point = codec::parse_point(&block, options.parse.varint)?;
+            // In JSON mode the batch builder decodes (and so validates) the app_data.
+            let validate = options.app_data == AppDataMode::Msgpack;
+            let point = codec::parse_point_with(&block, options.parse.varint, validate)?;
             let plain = codec::plain_vector(&point, meta, options.parse.max_variable_vector)?;
             Ok((point, plain))
         };

@@ -728,6 +728,13 @@ impl BatchWriter for Writer {
     }
 }
 
+/// The bytes of a file we hold the exclusive lock of (so nobody else changes them).
+fn map(file: &File) -> Result<memmap2::Mmap> {
+    // SAFETY: read-only map; the exclusive header lock keeps writers that follow the format
+    // away while the map is in use, and we write through the descriptor only after the walk.
+    Ok(unsafe { memmap2::Mmap::map(file)? })
+}
+
 /// (type, start, end) of every block before the terminal.
 type BlockList = Vec<(u8, u64, u64)>;
 
@@ -796,7 +803,7 @@ fn append_inner(
     use std::os::unix::fs::FileExt;
     let locked = lock::open_locked(path, LockKind::Exclusive, options.lock)?;
     let file = &locked.file;
-    let bytes = std::fs::read(path)?;
+    let bytes = map(file)?;
     let (meta, terminal, _) = walk(&bytes, options.lenient_eof)?;
     let size = bytes.len() as u64;
     drop(bytes);
@@ -916,7 +923,7 @@ fn delete_where(
     use std::os::unix::fs::FileExt;
     let inner = || {
         let locked = lock::open_locked(path, LockKind::Exclusive, wait)?;
-        let bytes = std::fs::read(path)?;
+        let bytes = map(&locked.file)?;
         let (_, _, list) = walk(&bytes, false)?;
         let offset = find(&list)?;
         locked.file.write_all_at(&[codec::BLANK], offset)?;
@@ -938,8 +945,8 @@ pub struct CompactSummary {
 pub fn compact(path: impl AsRef<Path>, wait: LockWait) -> Result<CompactSummary> {
     let path = path.as_ref();
     let inner = || {
-        let _locked = lock::open_locked(path, LockKind::Exclusive, wait)?;
-        let bytes = std::fs::read(path)?;
+        let locked = lock::open_locked(path, LockKind::Exclusive, wait)?;
+        let bytes = map(&locked.file)?;
         let (_, _, list) = walk(&bytes, false)?;
         let mut out = AtomicFile::create(path)?;
         out.write_all(&bytes[..4])?;
