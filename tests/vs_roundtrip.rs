@@ -613,3 +613,50 @@ fn msb_first_varints_are_an_opt_in() {
     let reader = ReaderBuilder::new().build_from_bytes(bytes).unwrap();
     assert!(reader.collect::<Result<Vec<_>, _>>().is_err());
 }
+
+#[test]
+fn parallel_and_sequential_batches_agree() {
+    // 3000 points, STRING vectors and app data with nulls: batches of 2048 rows are built in
+    // parallel chunks, batches of 7 rows sequentially; the rows must be the same.
+    let n = 3000usize;
+    let strings: Vec<String> = (0..n * 2).map(|i| format!("s{}", i % 37)).collect();
+    let list = FixedSizeListArray::try_new(
+        Arc::new(Field::new("item", DataType::Utf8, false)),
+        2,
+        Arc::new(StringArray::from_iter_values(strings)),
+        None,
+    )
+    .unwrap();
+    let app: StringArray = (0..n)
+        .map(|i| (i % 5 != 0).then(|| format!("{{\"i\":{i},\"b\":[{}]}}", i % 3)))
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("vector", list.data_type().clone(), false),
+        Field::new("app_data", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(list), Arc::new(app)]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.vs");
+    write(
+        &path,
+        &batch,
+        VsWriteOptions::default().with_compression(Compression::Snappy),
+    )
+    .unwrap();
+    let read_with = |size: usize| {
+        let batches: Vec<RecordBatch> = ReaderBuilder::new()
+            .with_batch_size(size)
+            .with_offsets(true)
+            .build(&path)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(batches.iter().all(|b| b.num_rows() <= size));
+        concat(&batches)
+    };
+    let (a, b) = (read_with(2048), read_with(7));
+    assert_eq!(a, b);
+    assert_eq!(a.num_rows(), n);
+    assert_eq!(a.column(0), batch.column(0));
+    assert_eq!(a.column(1).null_count(), n / 5);
+}

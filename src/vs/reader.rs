@@ -30,8 +30,8 @@ use crate::Projection;
 /// Rows per batch unless the caller chooses.
 pub const DEFAULT_BATCH_SIZE: usize = 1024;
 
-/// Bytes of vector elements in a batch above which compressed vectors are decoded in parallel.
-const PARALLEL_THRESHOLD: usize = 1 << 16;
+/// Rows per parallel task when a batch is built in parallel.
+const CHUNK_ROWS: usize = 256;
 
 /// How `app_data` (and JSON-resolution elements) reach Arrow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -505,18 +505,38 @@ impl Reader {
             let plain = codec::plain_vector(&point, meta, options.parse.max_variable_vector)?;
             Ok((point, plain))
         };
-        let compressed = refs.len() > 1
-            && meta
-                .resolution
-                .plain_size(meta.n)
-                .unwrap_or(usize::MAX)
-                .saturating_mul(refs.len())
-                >= PARALLEL_THRESHOLD;
-        let decoded: Vec<_> = if compressed {
-            refs.par_iter().map(decode).collect::<Result<_>>()
-        } else {
-            refs.iter().map(decode).collect::<Result<_>>()
-        }?;
+        // Large batches whose text cannot come near Arrow's 2 GiB limit (a msgpack byte gives
+        // at most a few dozen bytes of JSON) are built in parallel, a chunk of rows per task.
+        let payload: usize = refs.iter().map(|r| r.2).sum();
+        if refs.len() >= 2 * CHUNK_ROWS && payload.saturating_mul(64) < MAX_TEXT {
+            let full = self.full.clone();
+            let parts: Vec<RecordBatch> = refs
+                .par_chunks(CHUNK_ROWS)
+                .map(|chunk| {
+                    let mut builder = BatchBuilder::new(meta, options, chunk.len());
+                    for r in chunk {
+                        let (point, plain) = decode(r)?;
+                        if !builder.push(&point, &plain)? {
+                            return Err(codec::block_error(
+                                codec::POINT,
+                                point.offset,
+                                ErrorClass::BufferSize,
+                                "the point's text does not fit one Arrow string array (2 GiB)",
+                            ));
+                        }
+                    }
+                    builder.finish(full.clone())
+                })
+                .collect::<Result<_>>()?;
+            let batch = arrow::compute::concat_batches(&self.full, &parts)?;
+            self.pending.drain(..refs.len());
+            self.left -= refs.len();
+            return Ok(Some(match &self.columns {
+                None => batch,
+                Some(c) => batch.project(c)?,
+            }));
+        }
+        let decoded: Vec<_> = refs.iter().map(decode).collect::<Result<_>>()?;
         let mut builder = BatchBuilder::new(meta, options, decoded.len());
         let mut used = 0;
         for (point, plain) in &decoded {
