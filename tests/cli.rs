@@ -959,7 +959,7 @@ fn an_interrupted_conversion_leaves_nothing_behind() {
 
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let output = dir.path().join("out.csv");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        let child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
             .args(["convert", p(&input), p(&output), "--batch-size", "10000"])
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The project's one test command: Rust tests, then the interop tests against the real
+# datatable 1.1.0 (tests/interop, pytest). Needs only cargo and python3 on the machine: the
+# Python packages are installed into target/venv on first use (scripts/venv.sh), in the
+# background while cargo compiles.
+#
+#   scripts/test.sh                 # everything
+#   scripts/test.sh -k keyed        # extra arguments go to pytest
+#
+# The interop tests use the debug binary: a release build of the dependencies costs over ten
+# minutes on two cores, the debug one is shared with `cargo test`, and the test data is small.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+mkdir -p target
+venv_log=target/venv-setup.log
+scripts/venv.sh >"$venv_log" 2>&1 &
+venv_pid=$!
+
+step "cargo build --bin arrowsmith"
+cargo build --bin arrowsmith
+
+step "cargo test"
+cargo test
+
+step "python venv (tests/interop/requirements.txt)"
+if ! wait "$venv_pid"; then
+    cat "$venv_log" >&2
+    echo "error: could not set up the Python venv (scripts/venv.sh)" >&2
+    exit 1
+fi
+venv=$(tail -n 1 "$venv_log")
+grep -v "^$venv\$" "$venv_log" || true
+
+step "pytest tests/interop"
+export ARROWSMITH_BIN=$PWD/target/debug/arrowsmith
+# -p no:cacheprovider: pytest writes nothing into the source tree.
+"$venv/bin/python" -m pytest tests/interop -p no:cacheprovider -q -ra "$@"
