@@ -111,6 +111,7 @@ impl Format {
                 | Format::DataSeries
                 | Format::Filo
                 | Format::FiloVector
+                | Format::Vs
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

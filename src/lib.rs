@@ -34,6 +34,7 @@ pub mod filo;
 pub mod format;
 pub mod jay;
 pub mod sentinel;
+pub mod vs;
 
 use std::path::Path;
 
@@ -131,6 +132,8 @@ pub struct ReadOptions {
     pub limit: Option<usize>,
     /// The element type of a bare Filo vector (`Format::FiloVector`), which its bytes lack.
     pub filo_type: Option<filo::FiloType>,
+    /// VS reader options (end-of-file mode, varint order, app_data mode, …).
+    pub vs: vs::VsReadOptions,
 }
 
 impl Default for ReadOptions {
@@ -141,6 +144,7 @@ impl Default for ReadOptions {
             projection: None,
             limit: None,
             filo_type: None,
+            vs: vs::VsReadOptions::default(),
         }
     }
 }
@@ -163,6 +167,8 @@ pub struct WriteOptions {
     pub filo_hint: Option<filo::Hint>,
     /// Filo: the element type of a bare vector (default: the column's natural type).
     pub filo_type: Option<filo::FiloType>,
+    /// VS writer options (`compression` above is parsed as none|gzip|snappy for VS).
+    pub vs: vs::VsWriteOptions,
 }
 
 /// What a finished write reports.
@@ -205,6 +211,18 @@ pub fn open(
         }
         Format::DataSeries => {
             let mut builder = dataseries::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::Vs => {
+            let mut builder = vs::ReaderBuilder::new()
+                .with_batch_size(options.batch_size)
+                .with_options(options.vs);
             if let Some(p) = &options.projection {
                 builder = builder.with_projection(p.clone());
             }
@@ -288,6 +306,17 @@ pub fn create(
                 options.filo_type,
                 encode,
             )?))
+        }
+        Format::Vs => {
+            let mut vs_options = options.vs.clone();
+            if let Some(spec) = &options.compression {
+                vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "VS compression {spec:?}: expected none, gzip or snappy"
+                    ))
+                })?);
+            }
+            Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
         }
         other => ecosystem::create(path, other, schema, options),
     }

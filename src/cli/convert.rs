@@ -35,12 +35,23 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     }
     refuse_same_file(&args.input, &args.output)?;
 
+    let mut vs_read = arrowsmith::vs::VsReadOptions::default();
+    if args.lenient_eof {
+        vs_read.parse.eof = arrowsmith::vs::EofMode::Lenient;
+    }
+    if let Some(order) = args.varint {
+        vs_read.parse.varint = order;
+    }
+    if let Some(mode) = args.app_data {
+        vs_read.app_data = mode;
+    }
     let read_options = ReadOptions {
         format: Some(from),
         batch_size: args.batch_size,
         projection: projection(&args.columns),
         limit: args.limit,
         filo_type: args.filo_type,
+        vs: vs_read,
     };
     let write_options = WriteOptions {
         format: Some(to),
@@ -54,6 +65,10 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         filo_chunk_size: args.filo_chunk_size,
         filo_hint: args.filo_encoding,
         filo_type: args.filo_type,
+        vs: arrowsmith::vs::VsWriteOptions {
+            lenient_eof: args.lenient_eof,
+            ..Default::default()
+        },
     };
 
     super::interrupt::install();
@@ -65,6 +80,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         None => Ok(()),
     };
     let reader = super::dataseries::open(&args.input, &read_options, &args.ds_read)?;
+    if args.append {
+        return append(args, reader, write_options);
+    }
     let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if to == Format::DataSeries {
         super::dataseries::create(
             &args.output,
@@ -111,7 +129,14 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             Format::DataSeries => {
                 arrowsmith::dataseries::WriterOptions::from_compression(Some(spec))?;
             }
-            _ => return refuse("--compression", "parquet, arrow, arrows and dataseries"),
+            Format::Vs => {
+                if arrowsmith::vs::Compression::parse(spec).is_none() {
+                    return Err(Error::invalid_argument(format!(
+                        "--compression {spec}: vs output takes none, gzip or snappy"
+                    )));
+                }
+            }
+            _ => return refuse("--compression", "parquet, arrow, arrows, dataseries and vs"),
         }
     }
     if args.row_group_size.is_some() && to != Format::Parquet {
@@ -138,6 +163,21 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
     if args.filo_encoding.is_some() && !matches!(to, Format::Filo | Format::FiloVector) {
         return refuse("--filo-encoding", "filo and filo-vector");
     }
+    if args.append && to != Format::Vs {
+        return refuse("--append", "vs");
+    }
+    let from_vs = args.from == Some(Format::Vs)
+        || (args.from.is_none() && Format::detect(&args.input).ok() == Some(Format::Vs));
+    if (args.varint.is_some() || args.app_data.is_some()) && !from_vs {
+        return Err(Error::invalid_argument(
+            "--varint and --app-data apply to vs input",
+        ));
+    }
+    if args.lenient_eof && !from_vs && !args.append {
+        return Err(Error::invalid_argument(
+            "--lenient-eof applies to vs input or to --append",
+        ));
+    }
     Ok(())
 }
 
@@ -151,5 +191,20 @@ fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
             .with_file(output));
         }
     }
+    Ok(())
+}
+
+/// `convert --append`: the rows go after the existing points of a VS OUTPUT (spec §13.3).
+fn append(
+    args: ConvertArgs,
+    reader: Box<dyn arrow_array::RecordBatchReader + Send>,
+    options: WriteOptions,
+) -> CliResult {
+    let mut vs = options.vs;
+    if let Some(spec) = &options.compression {
+        vs.compression = arrowsmith::vs::Compression::parse(spec);
+    }
+    let summary = arrowsmith::vs::append(&args.output, reader, &vs)?;
+    let _ = summary;
     Ok(())
 }

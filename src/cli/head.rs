@@ -15,6 +15,7 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
         projection: projection(&args.columns),
         limit: Some(args.rows),
         filo_type: args.filo_type,
+        ..ReadOptions::default()
     };
     let reader = super::dataseries::open(&args.input, &options, &args.ds_read)?;
     let schema = reader.schema();

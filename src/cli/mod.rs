@@ -104,6 +104,20 @@ struct ConvertArgs {
     /// filo's own choice]
     #[arg(long, value_name = "E", value_parser = parse_filo_hint, help_heading = "Format options")]
     filo_encoding: Option<arrowsmith::filo::Hint>,
+    /// VS output: append the rows to the existing OUTPUT (crash-safe, under its lock) instead
+    /// of replacing it
+    #[arg(long, help_heading = "Format options")]
+    append: bool,
+    /// VS input: accept a file that ends at a block boundary without its '$' terminal (with
+    /// --append: give such an OUTPUT its terminal first)
+    #[arg(long, help_heading = "Format options")]
+    lenient_eof: bool,
+    /// VS input: varint byte order, leb128 (the format's) or msb-first (upstream's prototype)
+    #[arg(long, value_name = "ORDER", value_parser = parse_varint, help_heading = "Format options")]
+    varint: Option<arrowsmith::vs::VarintOrder>,
+    /// VS input: app_data as json text (default) or the exact msgpack bytes (Binary)
+    #[arg(long, value_name = "MODE", value_parser = parse_app_data, help_heading = "Format options")]
+    app_data: Option<arrowsmith::vs::AppDataMode>,
     #[command(flatten)]
     ds_read: DsReadArgs,
     #[command(flatten)]
@@ -141,6 +155,22 @@ pub(crate) struct DsWriteArgs {
     /// DataSeries output: the type name [default: from the input's metadata, else the file stem]
     #[arg(long, value_name = "NAME", help_heading = "Format options")]
     pub(crate) type_name: Option<String>,
+}
+
+fn parse_varint(text: &str) -> Result<arrowsmith::vs::VarintOrder, String> {
+    match text {
+        "leb128" => Ok(arrowsmith::vs::VarintOrder::Leb128),
+        "msb-first" => Ok(arrowsmith::vs::VarintOrder::MsbFirst),
+        _ => Err("expected leb128 or msb-first".to_string()),
+    }
+}
+
+fn parse_app_data(text: &str) -> Result<arrowsmith::vs::AppDataMode, String> {
+    match text {
+        "json" => Ok(arrowsmith::vs::AppDataMode::Json),
+        "msgpack" => Ok(arrowsmith::vs::AppDataMode::Msgpack),
+        _ => Err("expected json or msgpack".to_string()),
+    }
 }
 
 #[derive(Debug, Args)]

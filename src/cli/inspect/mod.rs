@@ -11,6 +11,7 @@ mod ipc;
 mod jay;
 mod parquet;
 mod text;
+mod vs;
 
 use std::path::Path;
 
@@ -50,6 +51,7 @@ fn structure(
         Format::ArrowStream => ipc::stream_structure(path)?,
         Format::Csv => text::csv_structure(path)?,
         Format::Ndjson => text::ndjson_structure(path)?,
+        Format::Vs => vs::structure(path)?,
         _ => return Ok(None),
     }))
 }
@@ -59,6 +61,7 @@ pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
     match format {
         Format::Jay => jay::known_rows(path),
         Format::Filo => filo::known_rows(path),
+        Format::Vs => vs::known_rows(path),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
