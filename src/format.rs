@@ -108,6 +108,7 @@ impl Format {
         matches!(
             self,
             Format::Jay
+                | Format::Bcolz
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod atomic;
+pub mod bcolz;
 pub mod ecosystem;
 pub mod error;
 pub mod format;
@@ -184,6 +185,16 @@ pub fn open(
     match format {
         Format::Jay => {
             let mut builder = jay::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::Bcolz => {
+            let mut builder = bcolz::ReaderBuilder::new().with_batch_size(options.batch_size);
             if let Some(p) = &options.projection {
                 builder = builder.with_projection(p.clone());
             }

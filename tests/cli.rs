@@ -624,7 +624,7 @@ fn formats_not_implemented_yet_say_so() {
         assert_fails(&out, 1, "x.ds");
         assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
     }
-    for output in ["out.ds", "out.vs", "out.bcolz", "out.filo"] {
+    for output in ["out.ds", "out.vs", "out.filo"] {
         let path = dir.path().join(output);
         let out = arrowsmith(&["convert", p(&good), p(&path)]);
         assert_fails(&out, 1, output);

@@ -1,0 +1,18 @@
+//! bcolz 1.x: carray and ctable directories of Blosc-compressed chunks (the format of the
+//! Python package bcolz and its fork bcolz-zipline). See `docs/bcolz.md` for the Arrow mapping
+//! and `shared/specs/bcolz.md` for the format.
+
+pub mod blosc;
+#[allow(dead_code)] // the writer uses the escaping half
+mod json;
+pub mod mapping;
+mod meta;
+mod reader;
+
+pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
+pub use reader::{schema_of, Reader, ReaderBuilder};
+
+/// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).
+pub fn open_info(path: impl AsRef<std::path::Path>) -> crate::Result<DatasetInfo> {
+    meta::open(path.as_ref(), None)
+}
