@@ -86,9 +86,118 @@ impl Write for AtomicFile {
     }
 }
 
+/// A directory that appears whole or not at all: it is built under a temporary name beside the
+/// target (same parent, so the rename is atomic) and renamed into place by [`AtomicDir::commit`].
+/// Dropping it uncommitted removes the temporary directory.
+pub struct AtomicDir {
+    temp: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+impl AtomicDir {
+    pub fn create(target: &Path) -> Result<AtomicDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.arrowsmith-tmp-{}-{n}", std::process::id()));
+        std::fs::create_dir(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
+        Ok(AtomicDir {
+            temp,
+            target: target.to_path_buf(),
+            committed: false,
+        })
+    }
+
+    /// Where the contents are being built.
+    pub fn path(&self) -> &Path {
+        &self.temp
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Renames the finished directory to the target. An existing target is an error unless
+    /// `overwrite`; then it is renamed aside, the new one renamed in, and the old one removed.
+    pub fn commit(mut self, overwrite: bool) -> Result<()> {
+        let target = self.target.clone();
+        if std::fs::symlink_metadata(&target).is_ok() {
+            if !overwrite {
+                return Err(Error::new(
+                    crate::error::ErrorClass::InvalidArgument,
+                    "the output already exists; ask for overwrite to replace it",
+                )
+                .with_file(&target));
+            }
+            let aside = self.temp.with_extension("old");
+            std::fs::rename(&target, &aside).map_err(|e| Error::from(e).with_file(&target))?;
+            if let Err(e) = std::fs::rename(&self.temp, &target) {
+                let _ = std::fs::rename(&aside, &target);
+                return Err(Error::from(e).with_file(&target));
+            }
+            self.committed = true;
+            let removed = if aside.is_dir() {
+                std::fs::remove_dir_all(&aside)
+            } else {
+                std::fs::remove_file(&aside)
+            };
+            removed.map_err(|e| Error::from(e).with_file(&aside))?;
+        } else {
+            std::fs::rename(&self.temp, &target).map_err(|e| Error::from(e).with_file(&target))?;
+            self.committed = true;
+        }
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Ok(dir) = File::open(parent) {
+                let _ = dir.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for AtomicDir {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.temp);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_dir_appears_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.bcolz");
+        {
+            let d = AtomicDir::create(&target).unwrap();
+            std::fs::write(d.path().join("x"), b"1").unwrap();
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let d = AtomicDir::create(&target).unwrap();
+        std::fs::write(d.path().join("x"), b"1").unwrap();
+        d.commit(false).unwrap();
+        let d = AtomicDir::create(&target).unwrap();
+        std::fs::write(d.path().join("y"), b"2").unwrap();
+        assert!(d.commit(false).is_err());
+        assert!(target.join("x").exists());
+        let d = AtomicDir::create(&target).unwrap();
+        std::fs::write(d.path().join("y"), b"2").unwrap();
+        d.commit(true).unwrap();
+        assert!(target.join("y").exists() && !target.join("x").exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn dropped_file_leaves_the_target_alone() {

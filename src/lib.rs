@@ -153,6 +153,8 @@ pub struct WriteOptions {
     pub row_group_size: Option<usize>,
     /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
     pub sentinel_collisions: CollisionPolicy,
+    /// bcolz: layout, chunklen, cparams, null policy, string widths, overwrite.
+    pub bcolz: bcolz::WriterOptions,
 }
 
 /// What a finished write reports.
@@ -224,6 +226,17 @@ pub fn create(
             let jay_options =
                 jay::WriterOptions::default().with_sentinel_collisions(options.sentinel_collisions);
             Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
+        }
+        Format::Bcolz => {
+            let mut bcolz_options = options.bcolz.clone();
+            if let Some(spec) = &options.compression {
+                bcolz_options = bcolz_options.with_compression(spec)?;
+            }
+            Ok(Box::new(bcolz::Writer::try_new(
+                path,
+                schema,
+                bcolz_options,
+            )?))
         }
         other => ecosystem::create(path, other, schema, options),
     }

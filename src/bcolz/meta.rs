@@ -108,6 +108,12 @@ impl CarrayInfo {
         Ok(out)
     }
 
+    /// The Blosc header of chunk `k` (checked as a read checks it, without decompressing).
+    pub fn chunk_header(&self, k: u64) -> Result<ChunkHeader> {
+        let path = self.chunk_path(k);
+        Ok(self.read_chunk_file(k, &path)?.0)
+    }
+
     /// Reads and checks a chunk file's `blpk` header and Blosc header; returns the header and
     /// the whole file (`16 + cbytes` bytes, trailing bytes dropped).
     pub fn read_chunk_file(&self, k: u64, path: &Path) -> Result<(ChunkHeader, Vec<u8>)> {

@@ -3,14 +3,15 @@
 //! and `shared/specs/bcolz.md` for the format.
 
 pub mod blosc;
-#[allow(dead_code)] // the writer uses the escaping half
 mod json;
 pub mod mapping;
 mod meta;
 mod reader;
+mod writer;
 
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
 pub use reader::{schema_of, Reader, ReaderBuilder};
+pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};
 
 /// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).
 pub fn open_info(path: impl AsRef<std::path::Path>) -> crate::Result<DatasetInfo> {

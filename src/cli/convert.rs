@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
 use arrowsmith::{CollisionPolicy, Error, Format, ReadOptions, WriteOptions};
 
 use super::progress::Progress;
@@ -12,7 +13,9 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
   arrowsmith convert frame.jay frame.arrow --compression zstd --columns id,name
   arrowsmith convert data.csv data.jay --limit 1000000
-  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000";
+  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000
+  arrowsmith convert table.bcolz table.parquet
+  arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
@@ -40,6 +43,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         } else {
             CollisionPolicy::default()
         },
+        bcolz: bcolz_options(&args, from),
     };
 
     super::interrupt::install();
@@ -70,6 +74,28 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     Ok(())
 }
 
+fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
+    let mut options = bcolz::WriterOptions::default().with_overwrite(args.overwrite);
+    if args.bcolz_nulls_as_nan {
+        options = options.with_null_policy(NullPolicy::Sentinel);
+    }
+    if let Some(n) = args.bcolz_chunklen {
+        options = options.with_chunklen(n as u64);
+    }
+    if let Some(code) = args.bcolz_shuffle {
+        options = options.with_shuffle(Shuffle::from_code(code as i64).unwrap_or_default());
+    }
+    if args.bcolz_carray {
+        options = options.with_kind(bcolz::Kind::Carray);
+    }
+    // bcolz chooses chunklen from the expected length: the input's row count when known.
+    if let Some(rows) = super::inspect::known_rows(&args.input, from) {
+        let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
+        options = options.with_expected_len(rows.max(1));
+    }
+    options
+}
+
 /// Options that belong to one output format are refused with another, rather than ignored.
 fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()> {
     let refuse = |option: &str, applies: &str| {
@@ -85,11 +111,27 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             Format::Arrow | Format::ArrowStream => {
                 arrowsmith::ecosystem::ipc::compression(Some(spec))?;
             }
-            _ => return refuse("--compression", "parquet, arrow and arrows"),
+            Format::Bcolz => {
+                bcolz::WriterOptions::default().with_compression(spec)?;
+            }
+            _ => return refuse("--compression", "parquet, arrow, arrows and bcolz"),
         }
     }
     if args.row_group_size.is_some() && to != Format::Parquet {
         return refuse("--row-group-size", "parquet");
+    }
+    if to != Format::Bcolz {
+        for (set, option) in [
+            (args.bcolz_nulls_as_nan, "--bcolz-nulls-as-nan"),
+            (args.bcolz_chunklen.is_some(), "--bcolz-chunklen"),
+            (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
+            (args.bcolz_carray, "--bcolz-carray"),
+            (args.overwrite, "--overwrite"),
+        ] {
+            if set {
+                return refuse(option, "bcolz");
+            }
+        }
     }
     if args.sentinel_collisions_as_na && to != Format::Jay {
         return refuse("--sentinel-collisions-as-na", "jay");

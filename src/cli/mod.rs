@@ -91,6 +91,22 @@ struct ConvertArgs {
     /// NA instead of failing
     #[arg(long, help_heading = "Format options")]
     sentinel_collisions_as_na: bool,
+    /// bcolz output: write nulls of float columns as NaN and of temporal columns as NaT
+    /// instead of failing
+    #[arg(long, help_heading = "Format options")]
+    bcolz_nulls_as_nan: bool,
+    /// bcolz output: rows per chunk [default: bcolz's choice from the row count]
+    #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
+    bcolz_chunklen: Option<usize>,
+    /// bcolz output: shuffle before compressing, 0 none, 1 byte, 2 bit [default: 1]
+    #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2), help_heading = "Format options")]
+    bcolz_shuffle: Option<u8>,
+    /// bcolz output: write a carray (one column) instead of a ctable
+    #[arg(long, help_heading = "Format options")]
+    bcolz_carray: bool,
+    /// bcolz output: replace an existing directory
+    #[arg(long, help_heading = "Format options")]
+    overwrite: bool,
 }
 
 #[derive(Debug, Args)]

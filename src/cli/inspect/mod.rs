@@ -5,6 +5,7 @@
 //! and its text rendering); see [`structure`]. Everything else (schema, rows, verification,
 //! output) is shared.
 
+mod bcolz;
 mod ipc;
 mod jay;
 mod parquet;
@@ -33,6 +34,7 @@ pub(crate) struct Structure {
 fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure>> {
     Ok(Some(match format {
         Format::Jay => jay::structure(path)?,
+        Format::Bcolz => bcolz::structure(path)?,
         Format::Parquet => parquet::structure(path)?,
         Format::Arrow => ipc::file_structure(path)?,
         Format::ArrowStream => ipc::stream_structure(path)?,
@@ -46,6 +48,7 @@ fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure
 pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
     match format {
         Format::Jay => jay::known_rows(path),
+        Format::Bcolz => arrowsmith::bcolz::open_info(path).ok().map(|i| i.nrows),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
