@@ -2,6 +2,7 @@
 //! Python package bcolz and its fork bcolz-zipline). See `docs/bcolz.md` for the Arrow mapping
 //! and `shared/specs/bcolz.md` for the format.
 
+mod append;
 pub mod blosc;
 mod json;
 pub mod mapping;
@@ -9,6 +10,7 @@ mod meta;
 mod reader;
 mod writer;
 
+pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
 pub use reader::{schema_of, Reader, ReaderBuilder};
 pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};

@@ -102,6 +102,9 @@ impl WriterOptions {
         self.null_policy = policy;
         self
     }
+    pub fn null_policy(&self) -> NullPolicy {
+        self.null_policy
+    }
     /// Sets the codec and optionally the level from `codec[:level]` (`lz4`, `zstd:9`, …).
     pub fn with_compression(mut self, spec: &str) -> Result<Self> {
         let (name, level) = match spec.split_once(':') {
@@ -145,30 +148,35 @@ pub fn default_chunklen(expectedlen: u64, atomsize: usize) -> u64 {
 
 const UNKNOWN_LEN: u64 = 1 << 20;
 
-struct Column {
-    name: String,
-    dtype: DType,
-    row_shape: Vec<usize>,
+pub(super) struct Column {
+    pub(super) name: String,
+    pub(super) dtype: DType,
+    pub(super) row_shape: Vec<usize>,
     /// Fixed width (string/binary) from an option or `bcolz.dtype`; values beyond it fail.
-    fixed_width: Option<usize>,
+    pub(super) fixed_width: Option<usize>,
     /// The current width of a string/binary column (≥ 1).
-    width: usize,
-    dir: PathBuf,
-    chunklen: Option<u64>,
+    pub(super) width: usize,
+    pub(super) dir: PathBuf,
+    pub(super) chunklen: Option<u64>,
     /// Pending rows: raw bytes (fixed-size types) or items (strings, unpadded).
-    pending: Vec<u8>,
-    pending_items: Vec<Vec<u8>>,
+    pub(super) pending: Vec<u8>,
+    pub(super) pending_items: Vec<Vec<u8>>,
     /// Full chunks written, with the width they were encoded with and their cbytes.
-    chunks: Vec<(usize, u64)>,
-    attrs_text: String,
+    pub(super) chunks: Vec<(usize, u64)>,
+    pub(super) attrs_text: String,
+    pub(super) codec: Codec,
+    pub(super) clevel: u8,
+    pub(super) shuffle: Shuffle,
+    /// Chunks hold big-endian values (appending to a `>` dtype); pending rows are little-endian.
+    pub(super) big_endian: bool,
 }
 
 impl Column {
-    fn is_string(&self) -> bool {
+    pub(super) fn is_string(&self) -> bool {
         matches!(self.dtype.base, Base::Bytes(_) | Base::Unicode(_))
     }
 
-    fn pending_rows(&self) -> usize {
+    pub(super) fn pending_rows(&self) -> usize {
         if self.is_string() {
             self.pending_items.len()
         } else {
@@ -176,7 +184,7 @@ impl Column {
         }
     }
 
-    fn dtype_with(&self, width: usize) -> DType {
+    pub(super) fn dtype_with(&self, width: usize) -> DType {
         let base = match self.dtype.base {
             Base::Bytes(_) => Base::Bytes(width),
             Base::Unicode(_) => Base::Unicode(width),
@@ -185,13 +193,13 @@ impl Column {
         DType::native(base)
     }
 
-    fn atomsize_for(&self, width: usize) -> usize {
+    pub(super) fn atomsize_for(&self, width: usize) -> usize {
         let item = self.dtype_with(width).itemsize().unwrap_or(1);
         self.row_shape.iter().product::<usize>().max(1) * item
     }
 
     /// Encodes pending string items `[0, n)` at `width`.
-    fn encode_items(&self, items: &[Vec<u8>], width: usize) -> Vec<u8> {
+    pub(super) fn encode_items(&self, items: &[Vec<u8>], width: usize) -> Vec<u8> {
         let unit = if matches!(self.dtype.base, Base::Unicode(_)) {
             4
         } else {
@@ -214,6 +222,7 @@ pub struct Writer {
     options: WriterOptions,
     rows: u64,
     root_attrs: String,
+    types: Vec<DataType>,
 }
 
 impl Writer {
@@ -343,6 +352,10 @@ impl Writer {
                 pending_items: Vec::new(),
                 chunks: Vec::new(),
                 attrs_text,
+                codec: options.codec,
+                clevel: options.clevel,
+                shuffle: options.shuffle,
+                big_endian: false,
             });
         }
         Ok(Writer {
@@ -352,6 +365,11 @@ impl Writer {
             options,
             rows: 0,
             root_attrs,
+            types: schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect(),
         })
     }
 
@@ -360,14 +378,7 @@ impl Writer {
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.num_columns() != self.columns.len() {
-            return Err(Error::invalid_argument(format!(
-                "the batch has {} columns, the writer {}",
-                batch.num_columns(),
-                self.columns.len()
-            ))
-            .with_file(self.target()));
-        }
+        super::append::check_batch(batch, &self.types).map_err(|e| e.with_file(self.target()))?;
         let first_row = self.rows;
         let target = self.target().to_path_buf();
         let policy = self.options.null_policy;
@@ -386,59 +397,63 @@ impl Writer {
                 }
             }
         }
-        self.flush_full_chunks()
+        flush_full_chunks(&mut self.columns).map_err(|e| e.with_file(self.dir.target()))
     }
 
-    /// Compresses and writes every full chunk pending in any column, in parallel.
-    fn flush_full_chunks(&mut self) -> Result<()> {
-        let options = &self.options;
-        let mut jobs: Vec<(usize, u64, Vec<u8>, usize)> = Vec::new();
-        for (c, col) in self.columns.iter_mut().enumerate() {
-            let Some(chunklen) = col.chunklen else {
-                continue;
-            };
-            let chunklen = chunklen as usize;
-            let nfull = col.pending_rows() / chunklen;
-            if nfull == 0 {
-                continue;
-            }
-            let width = col.width;
-            if col.is_string() {
-                let items: Vec<Vec<u8>> = col.pending_items.drain(..nfull * chunklen).collect();
-                for (j, part) in items.chunks(chunklen).enumerate() {
-                    let k = (col.chunks.len() + j) as u64;
-                    jobs.push((c, k, col.encode_items(part, width), width));
-                }
-            } else {
-                let atom = col.atomsize_for(width);
-                let bytes: Vec<u8> = col.pending.drain(..nfull * chunklen * atom).collect();
-                for (j, part) in bytes.chunks(chunklen * atom).enumerate() {
-                    let k = (col.chunks.len() + j) as u64;
-                    jobs.push((c, k, part.to_vec(), width));
-                }
-            }
-            for _ in 0..nfull {
-                col.chunks.push((width, 0));
-            }
-        }
-        let columns = &self.columns;
-        let results: Vec<(usize, u64, u64)> = jobs
-            .par_iter()
-            .map(|(c, k, bytes, width)| {
-                let col = &columns[*c];
-                let cbytes =
-                    write_chunk(col, *k, bytes, col.dtype_with(*width).typesize(), options)?;
-                Ok((*c, *k, cbytes))
-            })
-            .collect::<Result<_>>()
-            .map_err(|e: Error| e.with_file(self.dir.target()))?;
-        for (c, k, cbytes) in results {
-            self.columns[c].chunks[k as usize].1 = cbytes;
-        }
-        Ok(())
+    pub fn finish(self) -> Result<WriteSummary> {
+        self.finish_impl()
     }
+}
 
-    pub fn finish(mut self) -> Result<WriteSummary> {
+/// Compresses and writes every full chunk pending in any column, in parallel.
+pub(super) fn flush_full_chunks(all: &mut [Column]) -> Result<()> {
+    let mut jobs: Vec<(usize, u64, Vec<u8>, usize)> = Vec::new();
+    for (c, col) in all.iter_mut().enumerate() {
+        let Some(chunklen) = col.chunklen else {
+            continue;
+        };
+        let chunklen = chunklen as usize;
+        let nfull = col.pending_rows() / chunklen;
+        if nfull == 0 {
+            continue;
+        }
+        let width = col.width;
+        if col.is_string() {
+            let items: Vec<Vec<u8>> = col.pending_items.drain(..nfull * chunklen).collect();
+            for (j, part) in items.chunks(chunklen).enumerate() {
+                let k = (col.chunks.len() + j) as u64;
+                jobs.push((c, k, col.encode_items(part, width), width));
+            }
+        } else {
+            let atom = col.atomsize_for(width);
+            let bytes: Vec<u8> = col.pending.drain(..nfull * chunklen * atom).collect();
+            for (j, part) in bytes.chunks(chunklen * atom).enumerate() {
+                let k = (col.chunks.len() + j) as u64;
+                jobs.push((c, k, part.to_vec(), width));
+            }
+        }
+        for _ in 0..nfull {
+            col.chunks.push((width, 0));
+        }
+    }
+    let columns = &*all;
+    let results: Vec<(usize, u64, u64)> = jobs
+        .par_iter()
+        .map(|(c, k, bytes, width)| {
+            let col = &columns[*c];
+            let cbytes = write_chunk(col, *k, bytes, col.dtype_with(*width).typesize())
+                .map_err(|e| e.with_column(*c, Some(&col.name)))?;
+            Ok((*c, *k, cbytes))
+        })
+        .collect::<Result<_>>()?;
+    for (c, k, cbytes) in results {
+        all[c].chunks[k as usize].1 = cbytes;
+    }
+    Ok(())
+}
+
+impl Writer {
+    fn finish_impl(mut self) -> Result<WriteSummary> {
         let total = self.rows;
         let expected = self.options.expected_len.unwrap_or(total.max(1));
         for col in &mut self.columns {
@@ -446,7 +461,7 @@ impl Writer {
                 col.chunklen = Some(default_chunklen(expected, col.atomsize_for(col.width)));
             }
         }
-        self.flush_full_chunks()?;
+        flush_full_chunks(&mut self.columns).map_err(|e| e.with_file(self.dir.target()))?;
         let target = self.target().to_path_buf();
         let options = self.options.clone();
         let at = |e: Error, c: usize, name: &str| e.with_column(c, Some(name)).with_file(&target);
@@ -476,14 +491,8 @@ impl Writer {
                 };
                 let items: Vec<Vec<u8>> = raw.chunks(old * unit).map(|i| i.to_vec()).collect();
                 let bytes = col.encode_items(&items, col.width);
-                let cbytes = write_chunk(
-                    col,
-                    k,
-                    &bytes,
-                    col.dtype_with(col.width).typesize(),
-                    &options,
-                )
-                .map_err(|e| at(e, c, &col.name))?;
+                let cbytes = write_chunk(col, k, &bytes, col.dtype_with(col.width).typesize())
+                    .map_err(|e| at(e, c, &col.name))?;
                 Ok((c, k, cbytes))
             })
             .collect::<Result<_>>()?;
@@ -500,14 +509,8 @@ impl Writer {
                 std::mem::take(&mut col.pending)
             };
             if !leftover.is_empty() {
-                write_chunk(
-                    col,
-                    k,
-                    &leftover,
-                    col.dtype_with(width).typesize(),
-                    &options,
-                )
-                .map_err(|e| at(e, c, &col.name))?;
+                write_chunk(col, k, &leftover, col.dtype_with(width).typesize())
+                    .map_err(|e| at(e, c, &col.name))?;
             }
             write_meta(col, total, &options).map_err(|e| at(e, c, &col.name))?;
         }
@@ -549,34 +552,39 @@ fn write_text(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Compresses `bytes` and writes `data/__{k}.blp`; returns the Blosc cbytes.
-fn write_chunk(
-    col: &Column,
-    k: u64,
-    bytes: &[u8],
-    typesize: usize,
-    options: &WriterOptions,
-) -> Result<u64> {
-    let chunk = blosc::compress(
-        bytes,
-        typesize,
-        options.clevel,
-        options.shuffle,
-        options.codec,
-    )
-    .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
+/// The file is written under a temporary name in `data/` and renamed over `__{k}.blp`, so a
+/// chunk file is never half-written (what appending in place relies on).
+pub(super) fn write_chunk(col: &Column, k: u64, bytes: &[u8], typesize: usize) -> Result<u64> {
+    let swapped;
+    let bytes = if col.big_endian && col.dtype.swap_unit() > 1 {
+        let mut b = bytes.to_vec();
+        for group in b.chunks_exact_mut(col.dtype.swap_unit()) {
+            group.reverse();
+        }
+        swapped = b;
+        &swapped[..]
+    } else {
+        bytes
+    };
+    let chunk = blosc::compress(bytes, typesize, col.clevel, col.shuffle, col.codec)
+        .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
     let path = col.dir.join("data").join(format!("__{k}.blp"));
-    let mut f = fs::File::create(&path).map_err(|e| Error::from(e).with_file(&path))?;
+    let temp = col
+        .dir
+        .join("data")
+        .join(format!(".__{k}.blp.arrowsmith-tmp"));
+    let mut f = fs::File::create(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
     f.write_all(b"blpk\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00")
         .and_then(|_| f.write_all(&chunk))
         .and_then(|_| f.sync_all())
-        .map_err(|e| Error::from(e).with_file(&path))?;
+        .map_err(|e| Error::from(e).with_file(&temp))?;
+    fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))?;
     Ok(chunk.len() as u64)
 }
 
 fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Result<()> {
     let dtype = col.dtype_with(col.width);
     let chunklen = col.chunklen.unwrap_or(1);
-    let atom = col.atomsize_for(col.width) as u64;
     let dflt = match dtype.base {
         Base::Float(_) => "0.0",
         Base::Bool => "false",
@@ -591,6 +599,15 @@ fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Result<()> {
         options.shuffle.code(),
         options.codec.name()
     );
+    write_text(&col.dir.join("meta").join("storage"), &storage)?;
+    write_text(&col.dir.join("__attrs__"), &col.attrs_text)?;
+    write_sizes(col, rows)
+}
+
+/// `meta/sizes`, written to a temporary file and renamed into place: the commit record.
+pub(super) fn write_sizes(col: &Column, rows: u64) -> Result<()> {
+    let chunklen = col.chunklen.unwrap_or(1);
+    let atom = col.atomsize_for(col.width) as u64;
     let mut shape = vec![rows.to_string()];
     shape.extend(col.row_shape.iter().map(|d| d.to_string()));
     let cbytes: u64 = col.chunks.iter().map(|c| c.1).sum::<u64>() + chunklen * atom;
@@ -599,9 +616,10 @@ fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Result<()> {
         shape.join(", "),
         rows * atom
     );
-    write_text(&col.dir.join("meta").join("storage"), &storage)?;
-    write_text(&col.dir.join("__attrs__"), &col.attrs_text)?;
-    write_text(&col.dir.join("meta").join("sizes"), &sizes)
+    let path = col.dir.join("meta").join("sizes");
+    let temp = col.dir.join("meta").join(".sizes.arrowsmith-tmp");
+    write_text(&temp, &sizes)?;
+    fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))
 }
 
 /// `bcolz.attrs` checked (lenient JSON object) and made ASCII.
@@ -677,7 +695,7 @@ fn null_error(row: u64) -> Error {
 }
 
 /// Appends one Arrow column's values to a column's pending rows.
-fn encode_column(
+pub(super) fn encode_column(
     col: &mut Column,
     array: &ArrayRef,
     first_row: u64,

@@ -21,6 +21,8 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
     let to = match args.to {
         Some(format) => format,
+        // Appending: the target exists, so its structure tells.
+        None if args.append => Format::detect(&args.output)?,
         None => Format::for_output(&args.output)?,
     };
     to.ensure_implemented()
@@ -55,7 +57,15 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         None => Ok(()),
     };
     let reader = arrowsmith::open(&args.input, &read_options)?;
-    let mut writer = arrowsmith::create(&args.output, reader.schema(), &write_options)?;
+    let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if args.append {
+        Box::new(bcolz::Appender::try_new(
+            &args.output,
+            reader.schema(),
+            write_options.bcolz.null_policy(),
+        )?)
+    } else {
+        arrowsmith::create(&args.output, reader.schema(), &write_options)?
+    };
     let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
     for batch in reader {
         let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
@@ -127,6 +137,7 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
             (args.bcolz_carray, "--bcolz-carray"),
             (args.overwrite, "--overwrite"),
+            (args.append, "--append"),
         ] {
             if set {
                 return refuse(option, "bcolz");

@@ -107,6 +107,9 @@ struct ConvertArgs {
     /// bcolz output: replace an existing directory
     #[arg(long, help_heading = "Format options")]
     overwrite: bool,
+    /// bcolz output: append the rows to an existing carray/ctable (columns matched by name)
+    #[arg(long, help_heading = "Format options", conflicts_with = "overwrite")]
+    append: bool,
 }
 
 #[derive(Debug, Args)]
