@@ -151,7 +151,11 @@ impl Appender {
             }
             let left = (committed % carray.chunklen) as usize;
             if left > 0 {
-                let mut raw = carray.read_chunk(nfull, left).map_err(at)?;
+                let mut raw = carray
+                    .read_chunk(nfull, left)
+                    .map_err(at)?
+                    .as_slice()
+                    .to_vec();
                 let unit = carray.dtype.swap_unit();
                 if carray.dtype.big_endian && unit > 1 {
                     for group in raw.chunks_exact_mut(unit) {

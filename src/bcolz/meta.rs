@@ -5,6 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
+use arrow_buffer::{Buffer, MutableBuffer};
 use serde_json::Value;
 
 use super::blosc::{self, ChunkHeader, Codec, Shuffle};
@@ -87,12 +88,14 @@ impl CarrayInfo {
 
     /// Reads chunk `k` and returns its first `need_rows` rows (checked against the file, spec
     /// B2 step 9). `own_rows` is the column's committed length.
-    pub fn read_chunk(&self, k: u64, need_rows: usize) -> Result<Vec<u8>> {
+    /// The bytes are decompressed straight into an Arrow (64-byte aligned) buffer.
+    pub fn read_chunk(&self, k: u64, need_rows: usize) -> Result<Buffer> {
         let path = self.chunk_path(k);
         let (header, bytes) = self.read_chunk_file(k, &path)?;
         let nbytes = header.nbytes as usize;
-        let mut out = blosc::decompress(&bytes[16..], nbytes).map_err(|e| blosc_error(e, &path))?;
-        debug_assert_eq!(out.len(), nbytes);
+        let mut out = MutableBuffer::from_len_zeroed(nbytes);
+        blosc::decompress_into(&bytes[16..], out.as_slice_mut())
+            .map_err(|e| blosc_error(e, &path))?;
         out.truncate(need_rows * self.atomsize);
         if out.len() != need_rows * self.atomsize {
             return Err(Error::new(
@@ -105,7 +108,7 @@ impl CarrayInfo {
             )
             .with_file(&path));
         }
-        Ok(out)
+        Ok(out.into())
     }
 
     /// The Blosc header of chunk `k` (checked as a read checks it, without decompressing).

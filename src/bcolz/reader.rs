@@ -213,14 +213,14 @@ impl Reader {
             let col = &info.columns[c];
             let rows = col.chunklen.min(table_rows - k * col.chunklen) as usize;
             let bytes = col.read_chunk(k, rows).map_err(|e| locate(e, &info, c))?;
-            Ok((slot, k, aligned(bytes)))
+            Ok((slot, k, bytes))
         };
         let decoded: Vec<(usize, u64, Buffer)> = if wanted.len() > 1 {
             wanted.par_iter().map(decode).collect::<Result<_>>()?
         } else {
             wanted.iter().map(decode).collect::<Result<_>>()?
         };
-        let mut arrays = Vec::with_capacity(self.columns.len());
+        let mut raws: Vec<Buffer> = Vec::with_capacity(self.columns.len());
         for (slot, &c) in self.columns.iter().enumerate() {
             let col = &info.columns[c];
             let chunklen = col.chunklen as usize;
@@ -255,12 +255,35 @@ impl Reader {
                 index: last as u64,
                 bytes: last_chunk,
             });
-            let field = self.schema.field(slot);
-            arrays.push(
-                convert(col, field.data_type(), raw, len, start, self.nat_as_null)
-                    .map_err(|e| locate(e, &info, c))?,
-            );
+            raws.push(raw);
         }
+        let schema = &self.schema;
+        let nat_as_null = self.nat_as_null;
+        let columns = &self.columns;
+        let convert_one = |(slot, raw): (usize, Buffer)| {
+            let c = columns[slot];
+            let field = schema.field(slot);
+            convert(
+                &info.columns[c],
+                field.data_type(),
+                raw,
+                len,
+                start,
+                nat_as_null,
+            )
+            .map_err(|e| locate(e, &info, c))
+        };
+        let arrays: Vec<ArrayRef> = if columns.len() > 1 && len * columns.len() >= 1 << 15 {
+            raws.into_par_iter()
+                .enumerate()
+                .map(convert_one)
+                .collect::<Result<_>>()?
+        } else {
+            raws.into_iter()
+                .enumerate()
+                .map(convert_one)
+                .collect::<Result<_>>()?
+        };
         let options = RecordBatchOptions::new().with_row_count(Some(len));
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),
@@ -277,12 +300,6 @@ fn locate(e: Error, info: &DatasetInfo, c: usize) -> Error {
         e
     };
     e.with_file(&info.path)
-}
-
-fn aligned(bytes: Vec<u8>) -> Buffer {
-    let mut b = MutableBuffer::new(bytes.len());
-    b.extend_from_slice(&bytes);
-    b.into()
 }
 
 impl Iterator for Reader {
@@ -391,12 +408,16 @@ fn scalar(
             offsets.push(0i32);
             for i in 0..len {
                 let item = &bytes[i * w * 4..(i + 1) * w * 4];
-                let units: Vec<u32> = item
-                    .chunks_exact(4)
-                    .map(|u| u32::from_le_bytes(u.try_into().expect("4 bytes")))
-                    .collect();
-                let end = units.iter().rposition(|&u| u != 0).map_or(0, |p| p + 1);
-                for &u in &units[..end] {
+                let unit = |j: usize| {
+                    u32::from_le_bytes(item[4 * j..4 * j + 4].try_into().expect("4 bytes"))
+                };
+                let end = (0..w).rev().find(|&j| unit(j) != 0).map_or(0, |j| j + 1);
+                for j in 0..end {
+                    let u = unit(j);
+                    if u < 0x80 {
+                        values.push(u as u8);
+                        continue;
+                    }
                     let c = char::from_u32(u).ok_or_else(|| {
                         Error::new(
                             ErrorClass::BadValue,
@@ -409,7 +430,6 @@ fn scalar(
                 }
                 offsets.push(i32::try_from(values.len()).map_err(|_| too_many_bytes(first_row))?);
             }
-            // SAFETY-free: every value was built from `char`s, so it is valid UTF-8.
             Ok(Arc::new(StringArray::try_new(
                 OffsetBuffer::new(ScalarBuffer::from(offsets)),
                 Buffer::from_vec(values),
