@@ -513,3 +513,37 @@ fn errors_name_the_file() {
         .unwrap();
     assert!(Error::to_string(&err).contains("/nonexistent/x.bcolz"));
 }
+
+#[test]
+fn utf32_surrogates_are_errors_naming_the_row() {
+    let dir = tmp();
+    let path = dir.path().join("u");
+    let schema = Arc::new(Schema::new(vec![Field::new("u", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(StringArray::from(vec!["ab", "cd", "ef"]))],
+    )
+    .unwrap();
+    // clevel 0: the chunk is stored memcpyed, so its UTF-32 units sit at file offset 32.
+    write(
+        &path,
+        &batch,
+        WriterOptions::default()
+            .with_kind(Kind::Carray)
+            .with_clevel(0),
+        10,
+    );
+    let chunk = path.join("data/__0.blp");
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    assert_eq!(&bytes[32..36], &(b'a' as u32).to_le_bytes());
+    bytes[32 + 8..32 + 12].copy_from_slice(&0xD800u32.to_le_bytes()); // row 1, first unit
+    std::fs::write(&chunk, &bytes).unwrap();
+    let err = ReaderBuilder::new()
+        .build(&path)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("row 1") && text.contains("0xd800"), "{text}");
+}
