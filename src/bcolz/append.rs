@@ -11,7 +11,7 @@ use arrow_schema::{DataType, SchemaRef};
 use super::blosc::Codec;
 use super::mapping::{self, Base};
 use super::meta::{self, Kind};
-use super::writer::{encode_column, flush_full_chunks, write_chunk, write_sizes, Column};
+use super::writer::{encode_column, flush_full_chunks, write_chunk, write_sizes, Column, Items};
 use super::NullPolicy;
 use crate::error::{Error, ErrorClass, Result};
 use crate::{BatchWriter, WriteSummary};
@@ -134,7 +134,7 @@ impl Appender {
                 dir: carray.dir.clone(),
                 chunklen: Some(carray.chunklen),
                 pending: Vec::new(),
-                pending_items: Vec::new(),
+                pending_items: Items::default(),
                 chunks: Vec::new(),
                 attrs_text: String::new(),
                 codec,
@@ -164,7 +164,7 @@ impl Appender {
                 }
                 if col.is_string() {
                     let item = carray.atomsize;
-                    col.pending_items = raw.chunks(item).map(<[u8]>::to_vec).collect();
+                    col.pending_items = Items::from_padded(&raw, item);
                 } else {
                     col.pending = raw;
                 }
@@ -203,7 +203,7 @@ impl Appender {
         for (c, col) in self.columns.iter_mut().enumerate() {
             let k = col.chunks.len() as u64;
             let leftover = if col.is_string() {
-                col.encode_items(&col.pending_items, col.width)
+                col.encode_items(&col.pending_items, 0, col.pending_items.len(), col.width)
             } else {
                 std::mem::take(&mut col.pending)
             };

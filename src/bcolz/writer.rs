@@ -160,7 +160,7 @@ pub(super) struct Column {
     pub(super) chunklen: Option<u64>,
     /// Pending rows: raw bytes (fixed-size types) or items (strings, unpadded).
     pub(super) pending: Vec<u8>,
-    pub(super) pending_items: Vec<Vec<u8>>,
+    pub(super) pending_items: Items,
     /// Full chunks written, with the width they were encoded with and their cbytes.
     pub(super) chunks: Vec<(usize, u64)>,
     pub(super) attrs_text: String,
@@ -198,19 +198,78 @@ impl Column {
         self.row_shape.iter().product::<usize>().max(1) * item
     }
 
-    /// Encodes pending string items `[0, n)` at `width`.
-    pub(super) fn encode_items(&self, items: &[Vec<u8>], width: usize) -> Vec<u8> {
-        let unit = if matches!(self.dtype.base, Base::Unicode(_)) {
+    /// Bytes per code unit of a string column (4 for `U`, 1 for `S`).
+    pub(super) fn unit(&self) -> usize {
+        if matches!(self.dtype.base, Base::Unicode(_)) {
             4
         } else {
             1
-        };
-        let mut out = Vec::with_capacity(items.len() * width * unit);
-        for item in items {
+        }
+    }
+
+    /// Encodes string items `[from, to)` NUL-padded to `width`.
+    pub(super) fn encode_items(
+        &self,
+        items: &Items,
+        from: usize,
+        to: usize,
+        width: usize,
+    ) -> Vec<u8> {
+        let size = width * self.unit();
+        let mut out = Vec::with_capacity((to - from) * size);
+        for i in from..to {
+            let item = items.get(i);
             out.extend_from_slice(item);
-            out.resize(out.len() + width * unit - item.len(), 0);
+            out.resize(out.len() + size - item.len(), 0);
         }
         out
+    }
+}
+
+/// String values in one buffer (stored units, unpadded), without an allocation per value.
+#[derive(Debug, Default)]
+pub(super) struct Items {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Items {
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+    pub(super) fn push(&mut self, item: &[u8]) {
+        self.bytes.extend_from_slice(item);
+        self.ends.push(self.bytes.len());
+    }
+    /// Appends a string as UTF-32LE; returns its number of code points.
+    fn push_utf32(&mut self, s: &str) -> usize {
+        let before = self.bytes.len();
+        for c in s.chars() {
+            self.bytes.extend_from_slice(&(c as u32).to_le_bytes());
+        }
+        self.ends.push(self.bytes.len());
+        (self.bytes.len() - before) / 4
+    }
+    /// Items of `size` bytes each, as stored (padding included).
+    pub(super) fn from_padded(raw: &[u8], size: usize) -> Items {
+        let mut items = Items::default();
+        for item in raw.chunks(size.max(1)) {
+            items.push(item);
+        }
+        items
+    }
+    /// Removes the first `n` items.
+    fn drain_front(&mut self, n: usize) {
+        let cut = if n == 0 { 0 } else { self.ends[n - 1] };
+        self.bytes.drain(..cut);
+        self.ends.drain(..n);
+        for e in &mut self.ends {
+            *e -= cut;
+        }
     }
 }
 
@@ -349,7 +408,7 @@ impl Writer {
                 dir: col_dir,
                 chunklen: options.chunklen,
                 pending: Vec::new(),
-                pending_items: Vec::new(),
+                pending_items: Items::default(),
                 chunks: Vec::new(),
                 attrs_text,
                 codec: options.codec,
@@ -419,11 +478,13 @@ pub(super) fn flush_full_chunks(all: &mut [Column]) -> Result<()> {
         }
         let width = col.width;
         if col.is_string() {
-            let items: Vec<Vec<u8>> = col.pending_items.drain(..nfull * chunklen).collect();
-            for (j, part) in items.chunks(chunklen).enumerate() {
+            for j in 0..nfull {
                 let k = (col.chunks.len() + j) as u64;
-                jobs.push((c, k, col.encode_items(part, width), width));
+                let bytes =
+                    col.encode_items(&col.pending_items, j * chunklen, (j + 1) * chunklen, width);
+                jobs.push((c, k, bytes, width));
             }
+            col.pending_items.drain_front(nfull * chunklen);
         } else {
             let atom = col.atomsize_for(width);
             let bytes: Vec<u8> = col.pending.drain(..nfull * chunklen * atom).collect();
@@ -484,13 +545,8 @@ impl Writer {
                 let chunklen = col.chunklen.unwrap_or(1) as usize;
                 let raw = blosc::decompress(&file[16..], chunklen * col.atomsize_for(old))
                     .map_err(|e| at(Error::new(ErrorClass::Io, e.to_string()), c, &col.name))?;
-                let unit = if matches!(col.dtype.base, Base::Unicode(_)) {
-                    4
-                } else {
-                    1
-                };
-                let items: Vec<Vec<u8>> = raw.chunks(old * unit).map(|i| i.to_vec()).collect();
-                let bytes = col.encode_items(&items, col.width);
+                let items = Items::from_padded(&raw, old * col.unit());
+                let bytes = col.encode_items(&items, 0, items.len(), col.width);
                 let cbytes = write_chunk(col, k, &bytes, col.dtype_with(col.width).typesize())
                     .map_err(|e| at(e, c, &col.name))?;
                 Ok((c, k, cbytes))
@@ -504,7 +560,7 @@ impl Writer {
             let k = col.chunks.len() as u64;
             let width = col.width;
             let leftover = if col.is_string() {
-                col.encode_items(&col.pending_items, width)
+                col.encode_items(&col.pending_items, 0, col.pending_items.len(), width)
             } else {
                 std::mem::take(&mut col.pending)
             };
@@ -724,15 +780,13 @@ pub(super) fn encode_column(
                 if array.is_null(i) {
                     return Err(null_error(first_row + i as u64));
                 }
-                let (item, width) = if unicode {
-                    let s = array.as_string::<i32>().value(i);
-                    let units: Vec<u8> = s.chars().flat_map(|c| (c as u32).to_le_bytes()).collect();
-                    let n = units.len() / 4;
-                    (units, n)
+                let width = if unicode {
+                    col.pending_items
+                        .push_utf32(array.as_string::<i32>().value(i))
                 } else {
-                    let b = array.as_binary::<i32>().value(i).to_vec();
-                    let n = b.len();
-                    (b, n)
+                    let b = array.as_binary::<i32>().value(i);
+                    col.pending_items.push(b);
+                    b.len()
                 };
                 if width > col.width {
                     if let Some(fixed) = col.fixed_width {
@@ -746,7 +800,6 @@ pub(super) fn encode_column(
                     }
                     col.width = width;
                 }
-                col.pending_items.push(item);
             }
             Ok(())
         }
