@@ -106,7 +106,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("bcolz");
     group
         .sample_size(10)
-        .measurement_time(Duration::from_secs(20))
+        .measurement_time(Duration::from_secs(10))
         .sampling_mode(SamplingMode::Flat);
     group.throughput(Throughput::Bytes(raw as u64));
     group.bench_function("bcolz_to_arrow", |b| {
