@@ -141,6 +141,7 @@ impl Appender {
                 clevel: carray.cparams.clevel,
                 shuffle: carray.cparams.shuffle,
                 big_endian: carray.dtype.big_endian,
+                durable: true,
             };
             // Full chunks stay as they are (their cbytes count in meta/sizes); the committed
             // rows of the leftover chunk become the start of the new rows.

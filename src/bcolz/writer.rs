@@ -50,6 +50,7 @@ pub struct WriterOptions {
     null_policy: NullPolicy,
     overwrite: bool,
     widths: HashMap<String, usize>,
+    durable: bool,
 }
 
 impl Default for WriterOptions {
@@ -64,6 +65,7 @@ impl Default for WriterOptions {
             null_policy: NullPolicy::Reject,
             overwrite: false,
             widths: HashMap::new(),
+            durable: true,
         }
     }
 }
@@ -123,6 +125,12 @@ impl WriterOptions {
         }
         Ok(self)
     }
+    /// Whether chunk files are flushed to disk (fsync) before they are renamed into place
+    /// (default true). bcolz itself never syncs; without it a power loss can leave files empty.
+    pub fn with_durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
+        self
+    }
     /// Replace an existing directory at the target.
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {
         self.overwrite = overwrite;
@@ -169,6 +177,8 @@ pub(super) struct Column {
     pub(super) shuffle: Shuffle,
     /// Chunks hold big-endian values (appending to a `>` dtype); pending rows are little-endian.
     pub(super) big_endian: bool,
+    /// fsync each chunk file before renaming it.
+    pub(super) durable: bool,
 }
 
 impl Column {
@@ -415,6 +425,7 @@ impl Writer {
                 clevel: options.clevel,
                 shuffle: options.shuffle,
                 big_endian: false,
+                durable: options.durable,
             });
         }
         Ok(Writer {
@@ -632,7 +643,7 @@ pub(super) fn write_chunk(col: &Column, k: u64, bytes: &[u8], typesize: usize) -
     let mut f = fs::File::create(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
     f.write_all(b"blpk\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00")
         .and_then(|_| f.write_all(&chunk))
-        .and_then(|_| f.sync_all())
+        .and_then(|_| if col.durable { f.sync_all() } else { Ok(()) })
         .map_err(|e| Error::from(e).with_file(&temp))?;
     fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))?;
     Ok(chunk.len() as u64)
