@@ -112,6 +112,7 @@ impl Format {
                 | Format::Filo
                 | Format::FiloVector
                 | Format::Vs
+                | Format::Bcolz
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

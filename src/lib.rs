@@ -27,6 +27,7 @@
 //! ```
 
 pub mod atomic;
+pub mod bcolz;
 pub mod dataseries;
 pub mod ecosystem;
 pub mod error;
@@ -169,6 +170,8 @@ pub struct WriteOptions {
     pub filo_type: Option<filo::FiloType>,
     /// VS writer options (`compression` above is parsed as none|gzip|snappy for VS).
     pub vs: vs::VsWriteOptions,
+    /// bcolz: layout, chunklen, cparams, null policy, string widths, overwrite.
+    pub bcolz: bcolz::WriterOptions,
 }
 
 /// What a finished write reports.
@@ -211,6 +214,16 @@ pub fn open(
         }
         Format::DataSeries => {
             let mut builder = dataseries::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::Bcolz => {
+            let mut builder = bcolz::ReaderBuilder::new().with_batch_size(options.batch_size);
             if let Some(p) = &options.projection {
                 builder = builder.with_projection(p.clone());
             }
@@ -317,6 +330,17 @@ pub fn create(
                 })?);
             }
             Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
+        }
+        Format::Bcolz => {
+            let mut bcolz_options = options.bcolz.clone();
+            if let Some(spec) = &options.compression {
+                bcolz_options = bcolz_options.with_compression(spec)?;
+            }
+            Ok(Box::new(bcolz::Writer::try_new(
+                path,
+                schema,
+                bcolz_options,
+            )?))
         }
         other => ecosystem::create(path, other, schema, options),
     }

@@ -609,30 +609,6 @@ fn data_and_io_errors_exit_1_with_one_line_naming_the_file() {
 }
 
 #[test]
-fn formats_not_implemented_yet_say_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("x.bcolz");
-    std::fs::write(&input, b"not yet readable").unwrap();
-    let good = dir.path().join("good.parquet");
-    write(&good, Format::Parquet, &plain_batch(10), 10);
-    for args in [
-        vec!["convert", p(&input), "x.parquet"],
-        vec!["inspect", p(&input)],
-        vec!["head", p(&input)],
-    ] {
-        let out = arrowsmith(&args);
-        assert_fails(&out, 1, "x.bcolz");
-        assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
-    }
-    let output = "out.bcolz";
-    let path = dir.path().join(output);
-    let out = arrowsmith(&["convert", p(&good), p(&path)]);
-    assert_fails(&out, 1, output);
-    assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
-    assert_only(dir.path(), &["x.bcolz", "good.parquet"]);
-}
-
-#[test]
 fn a_failed_conversion_leaves_no_output_and_an_existing_one_untouched() {
     let dir = tempfile::tempdir().unwrap();
     // A CSV whose schema is inferred from the first 1000 records, with a value past them that

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
 use arrowsmith::{CollisionPolicy, Error, Format, ReadOptions, WriteOptions};
 
 use super::progress::Progress;
@@ -16,13 +17,18 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert trace.ds trace.parquet --type Trace::NFS::common --utf8
   arrowsmith convert trace.parquet trace.ds --compress lz4 --extent-size 4194304
   arrowsmith convert table.parquet table.filo --filo-chunk-size 100000
-  arrowsmith convert column.bin column.arrow --from filo-vector --filo-type Long";
+  arrowsmith convert column.bin column.arrow --from filo-vector --filo-type Long
+
+  arrowsmith convert table.bcolz table.parquet
+  arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
     super::dataseries::check_read_args(from, &args.ds_read)?;
     let to = match args.to {
         Some(format) => format,
+        // Appending: the target exists, so its structure tells.
+        None if args.append => Format::detect(&args.output)?,
         None => Format::for_output(&args.output)?,
     };
     to.ensure_implemented()
@@ -69,6 +75,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             lenient_eof: args.lenient_eof,
             ..Default::default()
         },
+        bcolz: bcolz_options(&args, from),
     };
 
     super::interrupt::install();
@@ -80,10 +87,16 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         None => Ok(()),
     };
     let reader = super::dataseries::open(&args.input, &read_options, &args.ds_read)?;
-    if args.append {
+    if args.append && to == Format::Vs {
         return append(args, reader, write_options);
     }
-    let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if to == Format::DataSeries {
+    let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if args.append {
+        Box::new(bcolz::Appender::try_new(
+            &args.output,
+            reader.schema(),
+            write_options.bcolz.null_policy(),
+        )?)
+    } else if to == Format::DataSeries {
         super::dataseries::create(
             &args.output,
             reader.schema(),
@@ -111,6 +124,28 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     Ok(())
 }
 
+fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
+    let mut options = bcolz::WriterOptions::default().with_overwrite(args.overwrite);
+    if args.bcolz_nulls_as_nan {
+        options = options.with_null_policy(NullPolicy::Sentinel);
+    }
+    if let Some(n) = args.bcolz_chunklen {
+        options = options.with_chunklen(n as u64);
+    }
+    if let Some(code) = args.bcolz_shuffle {
+        options = options.with_shuffle(Shuffle::from_code(code as i64).unwrap_or_default());
+    }
+    if args.bcolz_carray {
+        options = options.with_kind(bcolz::Kind::Carray);
+    }
+    // bcolz chooses chunklen from the expected length: the input's row count when known.
+    if let Some(rows) = super::inspect::known_rows(&args.input, from) {
+        let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
+        options = options.with_expected_len(rows.max(1));
+    }
+    options
+}
+
 /// Options that belong to one output format are refused with another, rather than ignored.
 fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()> {
     let refuse = |option: &str, applies: &str| {
@@ -136,11 +171,33 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
                     )));
                 }
             }
-            _ => return refuse("--compression", "parquet, arrow, arrows, dataseries and vs"),
+            Format::Bcolz => {
+                bcolz::WriterOptions::default().with_compression(spec)?;
+            }
+            _ => {
+                return refuse(
+                    "--compression",
+                    "parquet, arrow, arrows, dataseries, vs and bcolz",
+                )
+            }
         }
     }
     if args.row_group_size.is_some() && to != Format::Parquet {
         return refuse("--row-group-size", "parquet");
+    }
+    if to != Format::Bcolz {
+        for (set, option) in [
+            (args.bcolz_nulls_as_nan, "--bcolz-nulls-as-nan"),
+            (args.bcolz_chunklen.is_some(), "--bcolz-chunklen"),
+            (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
+            (args.bcolz_carray, "--bcolz-carray"),
+            (args.overwrite, "--overwrite"),
+            (args.append, "--append"),
+        ] {
+            if set {
+                return refuse(option, "bcolz");
+            }
+        }
     }
     if args.sentinel_collisions_as_na && to != Format::Jay {
         return refuse("--sentinel-collisions-as-na", "jay");
@@ -163,8 +220,8 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
     if args.filo_encoding.is_some() && !matches!(to, Format::Filo | Format::FiloVector) {
         return refuse("--filo-encoding", "filo and filo-vector");
     }
-    if args.append && to != Format::Vs {
-        return refuse("--append", "vs");
+    if args.append && !matches!(to, Format::Vs | Format::Bcolz) {
+        return refuse("--append", "vs and bcolz");
     }
     let from_vs = args.from == Some(Format::Vs)
         || (args.from.is_none() && Format::detect(&args.input).ok() == Some(Format::Vs));

@@ -104,10 +104,6 @@ struct ConvertArgs {
     /// filo's own choice]
     #[arg(long, value_name = "E", value_parser = parse_filo_hint, help_heading = "Format options")]
     filo_encoding: Option<arrowsmith::filo::Hint>,
-    /// VS output: append the rows to the existing OUTPUT (crash-safe, under its lock) instead
-    /// of replacing it
-    #[arg(long, help_heading = "Format options")]
-    append: bool,
     /// VS input: accept a file that ends at a block boundary without its '$' terminal (with
     /// --append: give such an OUTPUT its terminal first)
     #[arg(long, help_heading = "Format options")]
@@ -118,6 +114,26 @@ struct ConvertArgs {
     /// VS input: app_data as json text (default) or the exact msgpack bytes (Binary)
     #[arg(long, value_name = "MODE", value_parser = parse_app_data, help_heading = "Format options")]
     app_data: Option<arrowsmith::vs::AppDataMode>,
+    /// bcolz output: write nulls of float columns as NaN and of temporal columns as NaT
+    /// instead of failing
+    #[arg(long, help_heading = "Format options")]
+    bcolz_nulls_as_nan: bool,
+    /// bcolz output: rows per chunk [default: bcolz's choice from the row count]
+    #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
+    bcolz_chunklen: Option<usize>,
+    /// bcolz output: shuffle before compressing, 0 none, 1 byte, 2 bit [default: 1]
+    #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2), help_heading = "Format options")]
+    bcolz_shuffle: Option<u8>,
+    /// bcolz output: write a carray (one column) instead of a ctable
+    #[arg(long, help_heading = "Format options")]
+    bcolz_carray: bool,
+    /// bcolz output: replace an existing directory
+    #[arg(long, help_heading = "Format options")]
+    overwrite: bool,
+    /// vs and bcolz output: append the rows to the existing OUTPUT instead of replacing it
+    /// (vs: crash-safe, under its lock; bcolz: carray/ctable, columns matched by name)
+    #[arg(long, help_heading = "Format options", conflicts_with = "overwrite")]
+    append: bool,
     #[command(flatten)]
     ds_read: DsReadArgs,
     #[command(flatten)]

@@ -5,6 +5,7 @@
 //! and its text rendering); see [`structure`]. Everything else (schema, rows, verification,
 //! output) is shared.
 
+mod bcolz;
 mod dataseries;
 mod filo;
 mod ipc;
@@ -46,13 +47,13 @@ fn structure(
         }
         Format::Filo => filo::set_structure(path)?,
         Format::FiloVector => filo::vector_structure(path)?,
+        Format::Bcolz => bcolz::structure(path)?,
         Format::Parquet => parquet::structure(path)?,
         Format::Arrow => ipc::file_structure(path)?,
         Format::ArrowStream => ipc::stream_structure(path)?,
         Format::Csv => text::csv_structure(path)?,
         Format::Ndjson => text::ndjson_structure(path)?,
         Format::Vs => vs::structure(path)?,
-        _ => return Ok(None),
     }))
 }
 
@@ -62,6 +63,7 @@ pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
         Format::Jay => jay::known_rows(path),
         Format::Filo => filo::known_rows(path),
         Format::Vs => vs::known_rows(path),
+        Format::Bcolz => arrowsmith::bcolz::open_info(path).ok().map(|i| i.nrows),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
