@@ -28,7 +28,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let to = match args.to {
         Some(format) => format,
         // Appending: the target exists, so its structure tells.
-        None if args.append => Format::detect(&args.output)?,
+        None if args.append && args.output.exists() => Format::detect(&args.output)?,
         None => Format::for_output(&args.output)?,
     };
     to.ensure_implemented()
@@ -192,7 +192,6 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
             (args.bcolz_carray, "--bcolz-carray"),
             (args.overwrite, "--overwrite"),
-            (args.append, "--append"),
         ] {
             if set {
                 return refuse(option, "bcolz");
