@@ -242,7 +242,11 @@ def test_jay_to_parquet(name, tmp_path):
     jay, out = tmp_path / "x.jay", tmp_path / "x.parquet"
     write_jay(DT, jay)
     interop.convert(jay, out)
-    check_against_frame(interop.read_parquet(out), DT, name)
+    tbl = interop.read_parquet(out)
+    check_against_frame(tbl, DT, name)
+    meta = tbl.schema.metadata or {}
+    if DT.key:  # the key travels in the Arrow schema that the Parquet file stores
+        assert meta.get(b"jay.nkeys") == str(len(DT.key)).encode(), "nkeys metadata: %r" % meta
 
 
 def test_jay_to_parquet_with_codec(tmp_path):
