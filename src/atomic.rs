@@ -86,6 +86,79 @@ impl Write for AtomicFile {
     }
 }
 
+/// A directory output that appears whole or not at all: filled as a hidden temporary sibling
+/// of the target and renamed into place by [`AtomicDir::commit`]. Dropping it uncommitted
+/// removes the temporary directory.
+pub struct AtomicDir {
+    temp: Option<tempfile::TempDir>,
+    target: PathBuf,
+}
+
+impl AtomicDir {
+    pub fn create(target: &Path) -> Result<AtomicDir> {
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempdir_in(dir)
+            .map_err(|e| Error::from(e).with_file(target))?;
+        Ok(AtomicDir {
+            temp: Some(temp),
+            target: target.to_path_buf(),
+        })
+    }
+
+    /// Where to write the contents until the commit.
+    pub fn path(&self) -> &Path {
+        self.temp.as_ref().map_or(&self.target, |t| t.path())
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Renames the finished directory into place. An existing target is refused unless
+    /// `overwrite`; then it is renamed aside, the new one renamed in, and the old one removed.
+    pub fn commit(mut self, overwrite: bool) -> Result<()> {
+        let target = self.target.clone();
+        let io = |e: io::Error| Error::from(e).with_file(&target);
+        let exists = target.symlink_metadata().is_ok();
+        if exists && !overwrite {
+            return Err(Error::invalid_argument(
+                "the output already exists; ask for it to be overwritten",
+            )
+            .with_file(&target));
+        }
+        let temp = self.temp.take().expect("committed once").keep();
+        let renamed = if exists {
+            let aside = temp.with_extension("old");
+            std::fs::rename(&target, &aside)
+                .and_then(|_| std::fs::rename(&temp, &target))
+                .and_then(|_| {
+                    if aside.is_dir() {
+                        std::fs::remove_dir_all(&aside)
+                    } else {
+                        std::fs::remove_file(&aside)
+                    }
+                })
+        } else {
+            std::fs::rename(&temp, &target)
+        };
+        if let Err(e) = renamed {
+            let _ = std::fs::remove_dir_all(&temp);
+            return Err(io(e));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,6 +108,11 @@ impl Format {
         matches!(
             self,
             Format::Jay
+                | Format::DataSeries
+                | Format::Filo
+                | Format::FiloVector
+                | Format::Vs
+                | Format::Bcolz
                 | Format::Parquet
                 | Format::Arrow
                 | Format::ArrowStream

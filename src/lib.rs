@@ -27,11 +27,15 @@
 //! ```
 
 pub mod atomic;
+pub mod bcolz;
+pub mod dataseries;
 pub mod ecosystem;
 pub mod error;
+pub mod filo;
 pub mod format;
 pub mod jay;
 pub mod sentinel;
+pub mod vs;
 
 use std::path::Path;
 
@@ -127,6 +131,10 @@ pub struct ReadOptions {
     pub projection: Option<Projection>,
     /// Read at most this many rows.
     pub limit: Option<usize>,
+    /// The element type of a bare Filo vector (`Format::FiloVector`), which its bytes lack.
+    pub filo_type: Option<filo::FiloType>,
+    /// VS reader options (end-of-file mode, varint order, app_data mode, …).
+    pub vs: vs::VsReadOptions,
 }
 
 impl Default for ReadOptions {
@@ -136,6 +144,8 @@ impl Default for ReadOptions {
             batch_size: DEFAULT_BATCH_SIZE,
             projection: None,
             limit: None,
+            filo_type: None,
+            vs: vs::VsReadOptions::default(),
         }
     }
 }
@@ -152,6 +162,16 @@ pub struct WriteOptions {
     pub row_group_size: Option<usize>,
     /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
     pub sentinel_collisions: CollisionPolicy,
+    /// Filo: rows per chunk of a Filo set (default 65,536).
+    pub filo_chunk_size: Option<usize>,
+    /// Filo: the encoding hint of every column (default: filo's AutoDetect).
+    pub filo_hint: Option<filo::Hint>,
+    /// Filo: the element type of a bare vector (default: the column's natural type).
+    pub filo_type: Option<filo::FiloType>,
+    /// VS writer options (`compression` above is parsed as none|gzip|snappy for VS).
+    pub vs: vs::VsWriteOptions,
+    /// bcolz: layout, chunklen, cparams, null policy, string widths, overwrite.
+    pub bcolz: bcolz::WriterOptions,
 }
 
 /// What a finished write reports.
@@ -192,6 +212,65 @@ pub fn open(
             }
             Ok(Box::new(builder.build(path)?))
         }
+        Format::DataSeries => {
+            let mut builder = dataseries::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::Bcolz => {
+            let mut builder = bcolz::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::Vs => {
+            let mut builder = vs::ReaderBuilder::new()
+                .with_batch_size(options.batch_size)
+                .with_options(options.vs);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::Filo => {
+            let mut builder = filo::ReaderBuilder::new().with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }
+        Format::FiloVector => {
+            let filo_type = options.filo_type.ok_or_else(|| {
+                Error::invalid_argument(
+                    "a bare Filo vector does not say its element type; give it (--filo-type)",
+                )
+                .with_file(path)
+            })?;
+            if options.projection.is_some() {
+                return Err(Error::invalid_argument(
+                    "a bare Filo vector has one column; it takes no projection",
+                )
+                .with_file(path));
+            }
+            let reader =
+                filo::VectorReader::open(path, filo_type, options.batch_size, options.limit)?;
+            Ok(Box::new(reader))
+        }
         other => ecosystem::open(path, other, options),
     }
 }
@@ -213,6 +292,55 @@ pub fn create(
             let jay_options =
                 jay::WriterOptions::default().with_sentinel_collisions(options.sentinel_collisions);
             Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
+        }
+        Format::DataSeries => {
+            let ds_options =
+                dataseries::WriterOptions::from_compression(options.compression.as_deref())
+                    .map_err(|e| e.with_file(path))?;
+            Ok(Box::new(dataseries::Writer::try_new(
+                path, schema, ds_options,
+            )?))
+        }
+        Format::Filo => {
+            let mut filo_options = filo::WriterOptions::default()
+                .with_hint(options.filo_hint.unwrap_or_default())
+                .with_overwrite(true);
+            if let Some(rows) = options.filo_chunk_size {
+                filo_options = filo_options.with_chunk_size(rows);
+            }
+            Ok(Box::new(filo::Writer::try_new(path, schema, filo_options)?))
+        }
+        Format::FiloVector => {
+            let encode =
+                filo::EncodeOptions::default().with_hint(options.filo_hint.unwrap_or_default());
+            Ok(Box::new(filo::VectorWriter::try_new(
+                path,
+                schema,
+                options.filo_type,
+                encode,
+            )?))
+        }
+        Format::Vs => {
+            let mut vs_options = options.vs.clone();
+            if let Some(spec) = &options.compression {
+                vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "VS compression {spec:?}: expected none, gzip or snappy"
+                    ))
+                })?);
+            }
+            Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
+        }
+        Format::Bcolz => {
+            let mut bcolz_options = options.bcolz.clone();
+            if let Some(spec) = &options.compression {
+                bcolz_options = bcolz_options.with_compression(spec)?;
+            }
+            Ok(Box::new(bcolz::Writer::try_new(
+                path,
+                schema,
+                bcolz_options,
+            )?))
         }
         other => ecosystem::create(path, other, schema, options),
     }

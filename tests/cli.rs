@@ -609,33 +609,6 @@ fn data_and_io_errors_exit_1_with_one_line_naming_the_file() {
 }
 
 #[test]
-fn formats_not_implemented_yet_say_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("x.ds");
-    std::fs::write(&input, b"DSv1 and then some").unwrap();
-    let good = dir.path().join("good.parquet");
-    write(&good, Format::Parquet, &plain_batch(10), 10);
-    for args in [
-        vec!["convert", p(&input), "x.parquet"],
-        vec!["inspect", p(&input)],
-        vec!["head", p(&input)],
-    ] {
-        let out = arrowsmith(&args);
-        assert_fails(&out, 1, "x.ds");
-        assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
-    }
-    for output in ["out.ds", "out.vs", "out.bcolz", "out.filo"] {
-        let path = dir.path().join(output);
-        let out = arrowsmith(&["convert", p(&good), p(&path)]);
-        assert_fails(&out, 1, output);
-        assert!(stderr(&out).contains("not implemented"), "{}", stderr(&out));
-    }
-    let out = arrowsmith(&["convert", p(&good), "x", "--to", "filo-vector"]);
-    assert_fails(&out, 1, "not implemented");
-    assert_only(dir.path(), &["x.ds", "good.parquet"]);
-}
-
-#[test]
 fn a_failed_conversion_leaves_no_output_and_an_existing_one_untouched() {
     let dir = tempfile::tempdir().unwrap();
     // A CSV whose schema is inferred from the first 1000 records, with a value past them that

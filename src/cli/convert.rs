@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
 use arrowsmith::{CollisionPolicy, Error, Format, ReadOptions, WriteOptions};
 
 use super::progress::Progress;
@@ -12,24 +13,51 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
   arrowsmith convert frame.jay frame.arrow --compression zstd --columns id,name
   arrowsmith convert data.csv data.jay --limit 1000000
-  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000";
+  arrowsmith convert in.parquet out.parquet --compression gzip:9 --row-group-size 100000
+  arrowsmith convert trace.ds trace.parquet --type Trace::NFS::common --utf8
+  arrowsmith convert trace.parquet trace.ds --compress lz4 --extent-size 4194304
+  arrowsmith convert table.parquet table.filo --filo-chunk-size 100000
+  arrowsmith convert column.bin column.arrow --from filo-vector --filo-type Long
+
+  arrowsmith convert table.bcolz table.parquet
+  arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
+    super::dataseries::check_read_args(from, &args.ds_read)?;
     let to = match args.to {
         Some(format) => format,
+        // Appending: the target exists, so its structure tells.
+        None if args.append && args.output.exists() => Format::detect(&args.output)?,
         None => Format::for_output(&args.output)?,
     };
     to.ensure_implemented()
         .map_err(|e| e.with_file(&args.output))?;
     check_format_options(&args, to)?;
+    if args.filo_type.is_some() && from != Format::FiloVector && to != Format::FiloVector {
+        return Err(
+            Error::invalid_argument("--filo-type applies to filo-vector input or output").into(),
+        );
+    }
     refuse_same_file(&args.input, &args.output)?;
 
+    let mut vs_read = arrowsmith::vs::VsReadOptions::default();
+    if args.lenient_eof {
+        vs_read.parse.eof = arrowsmith::vs::EofMode::Lenient;
+    }
+    if let Some(order) = args.varint {
+        vs_read.parse.varint = order;
+    }
+    if let Some(mode) = args.app_data {
+        vs_read.app_data = mode;
+    }
     let read_options = ReadOptions {
         format: Some(from),
         batch_size: args.batch_size,
         projection: projection(&args.columns),
         limit: args.limit,
+        filo_type: args.filo_type,
+        vs: vs_read,
     };
     let write_options = WriteOptions {
         format: Some(to),
@@ -40,6 +68,14 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         } else {
             CollisionPolicy::default()
         },
+        filo_chunk_size: args.filo_chunk_size,
+        filo_hint: args.filo_encoding,
+        filo_type: args.filo_type,
+        vs: arrowsmith::vs::VsWriteOptions {
+            lenient_eof: args.lenient_eof,
+            ..Default::default()
+        },
+        bcolz: bcolz_options(&args, from),
     };
 
     super::interrupt::install();
@@ -50,8 +86,26 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         }),
         None => Ok(()),
     };
-    let reader = arrowsmith::open(&args.input, &read_options)?;
-    let mut writer = arrowsmith::create(&args.output, reader.schema(), &write_options)?;
+    let reader = super::dataseries::open(&args.input, &read_options, &args.ds_read)?;
+    if args.append && to == Format::Vs {
+        return append(args, reader, write_options);
+    }
+    let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if args.append {
+        Box::new(bcolz::Appender::try_new(
+            &args.output,
+            reader.schema(),
+            write_options.bcolz.null_policy(),
+        )?)
+    } else if to == Format::DataSeries {
+        super::dataseries::create(
+            &args.output,
+            reader.schema(),
+            &write_options,
+            &args.ds_write,
+        )?
+    } else {
+        arrowsmith::create(&args.output, reader.schema(), &write_options)?
+    };
     let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
     for batch in reader {
         let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
@@ -70,6 +124,28 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     Ok(())
 }
 
+fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
+    let mut options = bcolz::WriterOptions::default().with_overwrite(args.overwrite);
+    if args.bcolz_nulls_as_nan {
+        options = options.with_null_policy(NullPolicy::Sentinel);
+    }
+    if let Some(n) = args.bcolz_chunklen {
+        options = options.with_chunklen(n as u64);
+    }
+    if let Some(code) = args.bcolz_shuffle {
+        options = options.with_shuffle(Shuffle::from_code(code as i64).unwrap_or_default());
+    }
+    if args.bcolz_carray {
+        options = options.with_kind(bcolz::Kind::Carray);
+    }
+    // bcolz chooses chunklen from the expected length: the input's row count when known.
+    if let Some(rows) = super::inspect::known_rows(&args.input, from) {
+        let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
+        options = options.with_expected_len(rows.max(1));
+    }
+    options
+}
+
 /// Options that belong to one output format are refused with another, rather than ignored.
 fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()> {
     let refuse = |option: &str, applies: &str| {
@@ -85,14 +161,78 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             Format::Arrow | Format::ArrowStream => {
                 arrowsmith::ecosystem::ipc::compression(Some(spec))?;
             }
-            _ => return refuse("--compression", "parquet, arrow and arrows"),
+            Format::DataSeries => {
+                arrowsmith::dataseries::WriterOptions::from_compression(Some(spec))?;
+            }
+            Format::Vs => {
+                if arrowsmith::vs::Compression::parse(spec).is_none() {
+                    return Err(Error::invalid_argument(format!(
+                        "--compression {spec}: vs output takes none, gzip or snappy"
+                    )));
+                }
+            }
+            Format::Bcolz => {
+                bcolz::WriterOptions::default().with_compression(spec)?;
+            }
+            _ => {
+                return refuse(
+                    "--compression",
+                    "parquet, arrow, arrows, dataseries, vs and bcolz",
+                )
+            }
         }
     }
     if args.row_group_size.is_some() && to != Format::Parquet {
         return refuse("--row-group-size", "parquet");
     }
+    if to != Format::Bcolz {
+        for (set, option) in [
+            (args.bcolz_nulls_as_nan, "--bcolz-nulls-as-nan"),
+            (args.bcolz_chunklen.is_some(), "--bcolz-chunklen"),
+            (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
+            (args.bcolz_carray, "--bcolz-carray"),
+            (args.overwrite, "--overwrite"),
+        ] {
+            if set {
+                return refuse(option, "bcolz");
+            }
+        }
+    }
     if args.sentinel_collisions_as_na && to != Format::Jay {
         return refuse("--sentinel-collisions-as-na", "jay");
+    }
+    let w = &args.ds_write;
+    if to != Format::DataSeries
+        && (w.compress_level.is_some()
+            || w.extent_size.is_some()
+            || w.xml.is_some()
+            || w.type_name.is_some())
+    {
+        return refuse(
+            "--compress-level, --extent-size, --xml and --type-name",
+            "dataseries",
+        );
+    }
+    if args.filo_chunk_size.is_some() && to != Format::Filo {
+        return refuse("--filo-chunk-size", "filo");
+    }
+    if args.filo_encoding.is_some() && !matches!(to, Format::Filo | Format::FiloVector) {
+        return refuse("--filo-encoding", "filo and filo-vector");
+    }
+    if args.append && !matches!(to, Format::Vs | Format::Bcolz) {
+        return refuse("--append", "vs and bcolz");
+    }
+    let from_vs = args.from == Some(Format::Vs)
+        || (args.from.is_none() && Format::detect(&args.input).ok() == Some(Format::Vs));
+    if (args.varint.is_some() || args.app_data.is_some()) && !from_vs {
+        return Err(Error::invalid_argument(
+            "--varint and --app-data apply to vs input",
+        ));
+    }
+    if args.lenient_eof && !from_vs && !args.append {
+        return Err(Error::invalid_argument(
+            "--lenient-eof applies to vs input or to --append",
+        ));
     }
     Ok(())
 }
@@ -107,5 +247,20 @@ fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
             .with_file(output));
         }
     }
+    Ok(())
+}
+
+/// `convert --append`: the rows go after the existing points of a VS OUTPUT (spec §13.3).
+fn append(
+    args: ConvertArgs,
+    reader: Box<dyn arrow_array::RecordBatchReader + Send>,
+    options: WriteOptions,
+) -> CliResult {
+    let mut vs = options.vs;
+    if let Some(spec) = &options.compression {
+        vs.compression = arrowsmith::vs::Compression::parse(spec);
+    }
+    let summary = arrowsmith::vs::append(&args.output, reader, &vs)?;
+    let _ = summary;
     Ok(())
 }

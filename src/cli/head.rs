@@ -8,13 +8,16 @@ use super::{input_format, print_out, projection, CliResult, HeadArgs};
 
 pub(crate) fn run(args: HeadArgs) -> CliResult {
     let format = input_format(&args.input, args.from)?;
+    super::dataseries::check_read_args(format, &args.ds_read)?;
     let options = ReadOptions {
         format: Some(format),
         batch_size: args.rows.clamp(1, DEFAULT_BATCH_SIZE),
         projection: projection(&args.columns),
         limit: Some(args.rows),
+        filo_type: args.filo_type,
+        ..ReadOptions::default()
     };
-    let reader = arrowsmith::open(&args.input, &options)?;
+    let reader = super::dataseries::open(&args.input, &options, &args.ds_read)?;
     let schema = reader.schema();
     let mut batches = Vec::new();
     for batch in reader {

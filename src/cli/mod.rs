@@ -6,6 +6,7 @@
 //! an internal error (exit 1), after the unwinding has removed any half-written output.
 
 mod convert;
+mod dataseries;
 mod formats;
 mod head;
 mod inspect;
@@ -81,8 +82,9 @@ struct ConvertArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_SIZE, value_parser = parse_positive)]
     batch_size: usize,
     /// Output compression: parquet none|snappy|gzip|lz4|zstd|brotli (default zstd), arrow and
-    /// arrows none|lz4|zstd (default none); a level as zstd:9
-    #[arg(long, value_name = "C")]
+    /// arrows none|lz4|zstd (default none); a level as zstd:9; dataseries
+    /// none|lzo|zlib|bz2|lzf|snappy|lz4|lz4hc, several comma-separated, or best (default zlib:6)
+    #[arg(long, visible_alias = "compress", value_name = "C")]
     compression: Option<String>,
     /// Parquet output: at most N rows per row group
     #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
@@ -91,6 +93,100 @@ struct ConvertArgs {
     /// NA instead of failing
     #[arg(long, help_heading = "Format options")]
     sentinel_collisions_as_na: bool,
+    /// filo-vector input or output: the vector's element type (Int, Long, Double, Float,
+    /// Boolean, String, Timestamp, DateTime, Binary); Filo bytes do not record it
+    #[arg(long, value_name = "T", value_parser = parse_filo_type, help_heading = "Format options")]
+    filo_type: Option<arrowsmith::filo::FiloType>,
+    /// filo output: rows per chunk [default: 65536]
+    #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
+    filo_chunk_size: Option<usize>,
+    /// filo and filo-vector output: encoding hint auto|simple|dict|diff|fixed [default: auto,
+    /// filo's own choice]
+    #[arg(long, value_name = "E", value_parser = parse_filo_hint, help_heading = "Format options")]
+    filo_encoding: Option<arrowsmith::filo::Hint>,
+    /// VS input: accept a file that ends at a block boundary without its '$' terminal (with
+    /// --append: give such an OUTPUT its terminal first)
+    #[arg(long, help_heading = "Format options")]
+    lenient_eof: bool,
+    /// VS input: varint byte order, leb128 (the format's) or msb-first (upstream's prototype)
+    #[arg(long, value_name = "ORDER", value_parser = parse_varint, help_heading = "Format options")]
+    varint: Option<arrowsmith::vs::VarintOrder>,
+    /// VS input: app_data as json text (default) or the exact msgpack bytes (Binary)
+    #[arg(long, value_name = "MODE", value_parser = parse_app_data, help_heading = "Format options")]
+    app_data: Option<arrowsmith::vs::AppDataMode>,
+    /// bcolz output: write nulls of float columns as NaN and of temporal columns as NaT
+    /// instead of failing
+    #[arg(long, help_heading = "Format options")]
+    bcolz_nulls_as_nan: bool,
+    /// bcolz output: rows per chunk [default: bcolz's choice from the row count]
+    #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
+    bcolz_chunklen: Option<usize>,
+    /// bcolz output: shuffle before compressing, 0 none, 1 byte, 2 bit [default: 1]
+    #[arg(long, value_name = "0|1|2", value_parser = clap::value_parser!(u8).range(0..=2), help_heading = "Format options")]
+    bcolz_shuffle: Option<u8>,
+    /// bcolz output: write a carray (one column) instead of a ctable
+    #[arg(long, help_heading = "Format options")]
+    bcolz_carray: bool,
+    /// bcolz output: replace an existing directory
+    #[arg(long, help_heading = "Format options")]
+    overwrite: bool,
+    /// vs and bcolz output: append the rows to the existing OUTPUT instead of replacing it
+    /// (vs: crash-safe, under its lock; bcolz: carray/ctable, columns matched by name)
+    #[arg(long, help_heading = "Format options", conflicts_with = "overwrite")]
+    append: bool,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
+    #[command(flatten)]
+    ds_write: DsWriteArgs,
+}
+
+/// DataSeries input options (convert, inspect, head).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct DsReadArgs {
+    /// DataSeries input: the extent type to read (needed when the file declares several)
+    #[arg(long = "type", value_name = "NAME", help_heading = "Format options")]
+    pub(crate) ds_type: Option<String>,
+    /// DataSeries input: read variable32 fields as Utf8, validated: all of them, or as
+    /// --utf8=a,b the named ones [default: Binary, except fields marked arrow_type="utf8"]
+    #[arg(long, value_name = "a,b,...", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_delimiter = ',', help_heading = "Format options")]
+    pub(crate) utf8: Option<Vec<String>>,
+    /// DataSeries input: skip the adler32, hash and variable32 checks
+    #[arg(long, help_heading = "Format options")]
+    pub(crate) no_checks: bool,
+}
+
+/// DataSeries output options (convert).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct DsWriteArgs {
+    /// DataSeries output: compression level 1..9 (lzo, zlib, bz2) [default: 6; 9 with best]
+    #[arg(long, value_name = "N", help_heading = "Format options")]
+    pub(crate) compress_level: Option<u32>,
+    /// DataSeries output: target uncompressed bytes per extent (1024 ..= 268435456)
+    #[arg(long, value_name = "BYTES", help_heading = "Format options")]
+    pub(crate) extent_size: Option<usize>,
+    /// DataSeries output: the ExtentType XML to use, stored verbatim
+    #[arg(long, value_name = "FILE", help_heading = "Format options")]
+    pub(crate) xml: Option<PathBuf>,
+    /// DataSeries output: the type name [default: from the input's metadata, else the file stem]
+    #[arg(long, value_name = "NAME", help_heading = "Format options")]
+    pub(crate) type_name: Option<String>,
+}
+
+fn parse_varint(text: &str) -> Result<arrowsmith::vs::VarintOrder, String> {
+    match text {
+        "leb128" => Ok(arrowsmith::vs::VarintOrder::Leb128),
+        "msb-first" => Ok(arrowsmith::vs::VarintOrder::MsbFirst),
+        _ => Err("expected leb128 or msb-first".to_string()),
+    }
+}
+
+fn parse_app_data(text: &str) -> Result<arrowsmith::vs::AppDataMode, String> {
+    match text {
+        "json" => Ok(arrowsmith::vs::AppDataMode::Json),
+        "msgpack" => Ok(arrowsmith::vs::AppDataMode::Msgpack),
+        _ => Err("expected json or msgpack".to_string()),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -100,12 +196,17 @@ struct InspectArgs {
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
     from: Option<Format>,
+    /// filo-vector input: the vector's element type (Filo bytes do not record it)
+    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
+    filo_type: Option<arrowsmith::filo::FiloType>,
     /// Also read every batch, and report whether the whole file reads (exit 1 if not)
     #[arg(long)]
     verify: bool,
     /// Print the report as JSON
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -118,13 +219,26 @@ struct HeadArgs {
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
     from: Option<Format>,
+    /// filo-vector input: the vector's element type (Filo bytes do not record it)
+    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
+    filo_type: Option<arrowsmith::filo::FiloType>,
     /// Columns to show, by name, in this order (comma-separated)
     #[arg(long, value_name = "a,b,...", value_delimiter = ',')]
     columns: Option<Vec<String>>,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
     name.parse::<Format>().map_err(|e| e.message().to_string())
+}
+
+fn parse_filo_type(name: &str) -> Result<arrowsmith::filo::FiloType, String> {
+    name.parse().map_err(|e: Error| e.message().to_string())
+}
+
+fn parse_filo_hint(name: &str) -> Result<arrowsmith::filo::Hint, String> {
+    name.parse().map_err(|e: Error| e.message().to_string())
 }
 
 fn parse_positive(text: &str) -> Result<usize, String> {

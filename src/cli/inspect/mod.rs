@@ -5,14 +5,19 @@
 //! and its text rendering); see [`structure`]. Everything else (schema, rows, verification,
 //! output) is shared.
 
+mod bcolz;
+mod dataseries;
+mod filo;
 mod ipc;
 mod jay;
 mod parquet;
 mod text;
+mod vs;
 
 use std::path::Path;
 
 use arrow_schema::{Field, Schema};
+use arrowsmith::filo::FiloType;
 use arrowsmith::{Error, Format, ReadOptions};
 use serde_json::{json, Map, Value};
 
@@ -30,15 +35,25 @@ pub(crate) struct Structure {
 }
 
 /// The format's own structure; formats to come add their arm here.
-fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure>> {
+fn structure(
+    path: &Path,
+    format: Format,
+    args: &InspectArgs,
+) -> arrowsmith::Result<Option<Structure>> {
     Ok(Some(match format {
         Format::Jay => jay::structure(path)?,
+        Format::DataSeries => {
+            dataseries::structure(path, args.verify, args.ds_read.ds_type.as_deref())?
+        }
+        Format::Filo => filo::set_structure(path)?,
+        Format::FiloVector => filo::vector_structure(path)?,
+        Format::Bcolz => bcolz::structure(path)?,
         Format::Parquet => parquet::structure(path)?,
         Format::Arrow => ipc::file_structure(path)?,
         Format::ArrowStream => ipc::stream_structure(path)?,
         Format::Csv => text::csv_structure(path)?,
         Format::Ndjson => text::ndjson_structure(path)?,
-        _ => return Ok(None),
+        Format::Vs => vs::structure(path)?,
     }))
 }
 
@@ -46,6 +61,9 @@ fn structure(path: &Path, format: Format) -> arrowsmith::Result<Option<Structure
 pub(crate) fn known_rows(path: &Path, format: Format) -> Option<u64> {
     match format {
         Format::Jay => jay::known_rows(path),
+        Format::Filo => filo::known_rows(path),
+        Format::Vs => vs::known_rows(path),
+        Format::Bcolz => arrowsmith::bcolz::open_info(path).ok().map(|i| i.nrows),
         Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
             .ok()
             .and_then(|i| u64::try_from(i.num_rows).ok()),
@@ -63,7 +81,12 @@ struct ReadThrough {
     error: Option<Error>,
 }
 
-fn read_through(path: &Path, format: Format) -> ReadThrough {
+fn read_through(
+    path: &Path,
+    format: Format,
+    ds: &super::DsReadArgs,
+    filo_type: Option<FiloType>,
+) -> ReadThrough {
     let mut outcome = ReadThrough {
         rows: 0,
         batches: 0,
@@ -71,9 +94,10 @@ fn read_through(path: &Path, format: Format) -> ReadThrough {
     };
     let options = ReadOptions {
         format: Some(format),
+        filo_type,
         ..ReadOptions::default()
     };
-    let reader = match arrowsmith::open(path, &options) {
+    let reader = match super::dataseries::open(path, &options, ds) {
         Ok(reader) => reader,
         Err(e) => {
             outcome.error = Some(e.with_file(path));
@@ -100,22 +124,40 @@ fn read_through(path: &Path, format: Format) -> ReadThrough {
 pub(crate) fn run(args: InspectArgs) -> CliResult {
     let path = args.input.as_path();
     let format = input_format(path, args.from)?;
-    let structure = structure(path, format)?;
-    let schema = arrowsmith::open(
+    super::dataseries::check_read_args(format, &args.ds_read)?;
+    let structure = structure(path, format, &args)?;
+    let mut notes = Vec::new();
+    let mut ds_read = args.ds_read.clone();
+    if format == Format::DataSeries && ds_read.ds_type.is_none() {
+        // A file of several types: describe them all, and show the first one's schema.
+        if let Ok(file) = arrowsmith::dataseries::DsFile::open(path, Default::default()) {
+            if arrowsmith::dataseries::choose_type(&file, None).is_err() {
+                if let Some(t) = file.candidate_types().first() {
+                    notes.push(format!(
+                        "the file declares several extent types; the schema and rows are those of {:?} (choose with --type)",
+                        t.name
+                    ));
+                    ds_read.ds_type = Some(t.name.clone());
+                }
+            }
+        }
+    }
+    let schema = super::dataseries::open(
         path,
         &ReadOptions {
             format: Some(format),
             limit: Some(0),
+            filo_type: args.filo_type,
             ..ReadOptions::default()
         },
+        &ds_read,
     )?
     .schema();
 
-    let mut notes = Vec::new();
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
     let read = if args.verify || rows.is_none() {
-        Some(read_through(path, format))
+        Some(read_through(path, format, &ds_read, args.filo_type))
     } else {
         None
     };

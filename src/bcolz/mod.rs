@@ -1,0 +1,21 @@
+//! bcolz 1.x: carray and ctable directories of Blosc-compressed chunks (the format of the
+//! Python package bcolz and its fork bcolz-zipline). See `docs/bcolz.md` for the Arrow mapping
+//! and `shared/specs/bcolz.md` for the format.
+
+mod append;
+pub mod blosc;
+mod json;
+pub mod mapping;
+mod meta;
+mod reader;
+mod writer;
+
+pub use append::Appender;
+pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
+pub use reader::{schema_of, Reader, ReaderBuilder};
+pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};
+
+/// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).
+pub fn open_info(path: impl AsRef<std::path::Path>) -> crate::Result<DatasetInfo> {
+    meta::open(path.as_ref(), None)
+}

@@ -1,0 +1,127 @@
+//! The structure of a DataSeries file: byte order, the declared types with their XML, and every
+//! extent with its offset, sizes, compression modes and row count. With `--verify`, every
+//! extent of every type is decompressed and checked (adler32, hash, variable32 entries).
+
+use std::path::Path;
+
+use arrowsmith::dataseries::codec::mode_name;
+use arrowsmith::dataseries::file::{decode_raw, Checks};
+use arrowsmith::dataseries::{DsFile, ExtentType, OpenOptions};
+use serde_json::{json, Value};
+
+use super::super::table::Table;
+use super::Structure;
+
+pub(super) fn structure(
+    path: &Path,
+    verify: bool,
+    wanted: Option<&str>,
+) -> arrowsmith::Result<Structure> {
+    let file = DsFile::open(path, OpenOptions::default())?;
+    if verify {
+        // Every extent of every type, including the built-in ones.
+        let xt = ExtentType::xmltype();
+        let it = ExtentType::index();
+        for e in &file.extents {
+            let t = match e.type_name.as_str() {
+                "DataSeries: XmlType" => &xt,
+                "DataSeries: ExtentIndex" => &it,
+                name => file.find_type(name).map(|t| t.as_ref()).unwrap_or(&it),
+            };
+            decode_raw(file.bytes(), file.order, e, t, Checks::ALL)
+                .map_err(|e| e.with_file(path))?;
+        }
+    }
+    let rows = match wanted {
+        Some(name) => file.find_type(name).map(|t| file.rows_of(&t.name)),
+        None => arrowsmith::dataseries::choose_type(&file, None)
+            .ok()
+            .map(|t| file.rows_of(&t.name)),
+    };
+    let types: Vec<Value> = file
+        .types
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "rows": file.rows_of(&t.name),
+                "extents": file.extents_of(&t.name).count(),
+                "record_size": t.record_size,
+                "fields": t.visible.len(),
+                "xml": t.xml,
+            })
+        })
+        .collect();
+    let extents: Vec<Value> = file
+        .extents
+        .iter()
+        .map(|e| {
+            json!({
+                "offset": e.offset,
+                "type": e.type_name,
+                "length": e.len,
+                "rows": e.rows,
+                "fixed_compressed": e.cf,
+                "variable_compressed": e.cv,
+                "variable_size": e.vs,
+                "fixed_mode": mode_name(e.mode_fixed),
+                "variable_mode": mode_name(e.mode_var),
+            })
+        })
+        .collect();
+    let json = json!({
+        "byte_order": file.order.name(),
+        "trailer": file.has_trailer,
+        "types": types,
+        "extents": extents,
+    });
+
+    let mut text = String::new();
+    text.push_str(&format!("byte order: {}\n", file.order.name()));
+    let mut tt = Table::new(["type", "rows", "extents", "record bytes", "fields"]);
+    for t in &file.types {
+        tt.row([
+            t.name.clone(),
+            file.rows_of(&t.name).to_string(),
+            file.extents_of(&t.name).count().to_string(),
+            t.record_size.to_string(),
+            t.visible.len().to_string(),
+        ]);
+    }
+    text.push_str(&tt.render(""));
+    for t in &file.types {
+        text.push_str(&format!(
+            "\nExtentType {:?}:\n{}\n",
+            t.name,
+            t.xml.trim_end()
+        ));
+    }
+    let mut et = Table::new([
+        "offset", "type", "bytes", "rows", "fixed", "variable", "modes",
+    ]);
+    for e in &file.extents {
+        let mode = |id: u8, empty: bool| {
+            if empty {
+                "-".to_string()
+            } else {
+                mode_name(id).to_string()
+            }
+        };
+        et.row([
+            e.offset.to_string(),
+            e.type_name.clone(),
+            e.len.to_string(),
+            e.rows.to_string(),
+            e.cf.to_string(),
+            e.cv.to_string(),
+            format!(
+                "{},{}",
+                mode(e.mode_fixed, e.cf == 0),
+                mode(e.mode_var, e.cv == 0)
+            ),
+        ]);
+    }
+    text.push('\n');
+    text.push_str(&et.render(""));
+    Ok(Structure { rows, json, text })
+}

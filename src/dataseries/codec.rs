@@ -1,0 +1,356 @@
+//! The eight compression modes of DSv1 (§13), the lookup2 hash (§12.3) and adler32 (§12.1).
+
+use std::io::Write;
+
+/// A compression mode id as stored in an extent header (§13.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    None = 0,
+    Lzo = 1,
+    Zlib = 2,
+    Bz2 = 3,
+    Lzf = 4,
+    Snappy = 5,
+    Lz4 = 6,
+    Lz4Hc = 7,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 8] = [
+        Mode::None,
+        Mode::Lzo,
+        Mode::Zlib,
+        Mode::Bz2,
+        Mode::Lzf,
+        Mode::Snappy,
+        Mode::Lz4,
+        Mode::Lz4Hc,
+    ];
+
+    pub fn from_id(id: u8) -> Option<Mode> {
+        Mode::ALL.get(id as usize).copied()
+    }
+
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::Lzo => "lzo",
+            Mode::Zlib => "zlib",
+            Mode::Bz2 => "bz2",
+            Mode::Lzf => "lzf",
+            Mode::Snappy => "snappy",
+            Mode::Lz4 => "lz4",
+            Mode::Lz4Hc => "lz4hc",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Mode::ALL.iter().copied().find(|m| m.name() == name)
+    }
+}
+
+/// Name of a mode id, or `unknown` for ids the format does not define.
+pub fn mode_name(id: u8) -> &'static str {
+    Mode::from_id(id).map(Mode::name).unwrap_or("unknown")
+}
+
+/// The largest expansion ratio of the LZ-family codecs (lzo, lzf, snappy, lz4) is well below
+/// this; an expected size beyond `compressed * LZ_MAX_RATIO + 1024` cannot be real, so it is
+/// rejected before anything that large is allocated.
+const LZ_MAX_RATIO: usize = 300;
+
+/// Decompresses `input` (mode `mode`) into `out`, appending exactly `expected` bytes
+/// (at most `expected` when `exact` is false). Errors are plain text; the caller adds where.
+pub fn decompress(
+    mode: Mode,
+    input: &[u8],
+    expected: usize,
+    exact: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let start = out.len();
+    let check_len = |got: usize| -> Result<(), String> {
+        if got > expected || (exact && got != expected) {
+            Err(format!(
+                "{} data decompressed to {got} bytes, expected {expected}",
+                mode.name()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let lz_bound = || -> Result<(), String> {
+        if expected
+            > input
+                .len()
+                .saturating_mul(LZ_MAX_RATIO)
+                .saturating_add(1024)
+            && exact
+        {
+            Err(format!(
+                "{} data of {} bytes cannot expand to the {expected} bytes claimed",
+                mode.name(),
+                input.len()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match mode {
+        Mode::None => {
+            check_len(input.len())?;
+            out.extend_from_slice(input);
+        }
+        Mode::Lzo => {
+            lz_bound()?;
+            let cap = expected.min(
+                input
+                    .len()
+                    .saturating_mul(LZ_MAX_RATIO)
+                    .saturating_add(1024),
+            );
+            // lzokay-native indexes out of bounds on some corrupt streams (reachable only with
+            // the adler32 check off); contain that as a corruption error.
+            let v = std::panic::catch_unwind(|| lzokay_native::decompress_all(input, Some(cap)))
+                .map_err(|_| "lzo data is corrupt (the decoder rejected it)".to_string())?
+                .map_err(|e| format!("lzo data is corrupt: {e:?}"))?;
+            check_len(v.len())?;
+            out.extend_from_slice(&v);
+        }
+        Mode::Zlib => {
+            let mut d = flate2::Decompress::new(true);
+            stream_into(out, expected, |buf| {
+                let before_in = d.total_in() as usize;
+                let before_out = d.total_out() as usize;
+                let status = d
+                    .decompress(&input[before_in..], buf, flate2::FlushDecompress::Finish)
+                    .map_err(|e| format!("zlib data is corrupt: {e}"))?;
+                let produced = d.total_out() as usize - before_out;
+                let consumed = d.total_in() as usize - before_in;
+                Ok((produced, consumed, status == flate2::Status::StreamEnd))
+            })?;
+        }
+        Mode::Bz2 => {
+            let mut d = bzip2::Decompress::new(false);
+            stream_into(out, expected, |buf| {
+                let before_in = d.total_in() as usize;
+                let before_out = d.total_out() as usize;
+                let status = d
+                    .decompress(&input[before_in..], buf)
+                    .map_err(|e| format!("bz2 data is corrupt: {e}"))?;
+                let produced = d.total_out() as usize - before_out;
+                let consumed = d.total_in() as usize - before_in;
+                Ok((produced, consumed, status == bzip2::Status::StreamEnd))
+            })?;
+        }
+        Mode::Lzf => {
+            lz_bound()?;
+            let v = lzf::decompress(input, expected.max(1))
+                .map_err(|e| format!("lzf data is corrupt: {e:?}"))?;
+            check_len(v.len())?;
+            out.extend_from_slice(&v);
+        }
+        Mode::Snappy => {
+            let len = snap::raw::decompress_len(input)
+                .map_err(|e| format!("snappy data is corrupt: {e}"))?;
+            check_len(len)?;
+            if len
+                > input
+                    .len()
+                    .saturating_mul(LZ_MAX_RATIO)
+                    .saturating_add(1024)
+            {
+                return Err(format!(
+                    "snappy data of {} bytes cannot expand to the {len} bytes it claims",
+                    input.len()
+                ));
+            }
+            out.resize(start + len, 0);
+            let got = snap::raw::Decoder::new()
+                .decompress(input, &mut out[start..])
+                .map_err(|e| format!("snappy data is corrupt: {e}"))?;
+            check_len(got)?;
+            out.truncate(start + got);
+        }
+        Mode::Lz4 | Mode::Lz4Hc => {
+            lz_bound()?;
+            let cap = expected.min(
+                input
+                    .len()
+                    .saturating_mul(LZ_MAX_RATIO)
+                    .saturating_add(1024),
+            );
+            out.resize(start + cap, 0);
+            let got = lz4_flex::block::decompress_into(input, &mut out[start..])
+                .map_err(|e| format!("lz4 data is corrupt: {e}"))?;
+            check_len(got)?;
+            out.truncate(start + got);
+        }
+    }
+    check_len(out.len() - start)
+}
+
+/// Runs a streaming decompressor into `out`, growing the buffer only as data is produced, never
+/// beyond `expected` bytes (one more byte is offered to detect a stream that is too long).
+fn stream_into(
+    out: &mut Vec<u8>,
+    expected: usize,
+    mut step: impl FnMut(&mut [u8]) -> Result<(usize, usize, bool), String>,
+) -> Result<(), String> {
+    let start = out.len();
+    let limit = expected + 1;
+    let mut chunk = (expected + 1).clamp(1, 1 << 20);
+    loop {
+        let have = out.len() - start;
+        let want = (have + chunk).min(limit);
+        let filled = out.len();
+        out.resize(start + want, 0);
+        let (produced, consumed, end) = step(&mut out[filled..])?;
+        out.truncate(filled + produced);
+        if end {
+            return Ok(());
+        }
+        if out.len() - start >= limit {
+            return Err(format!(
+                "compressed data expands past the expected {expected} bytes"
+            ));
+        }
+        if produced == 0 && consumed == 0 {
+            return Err("compressed data ends before its stream is complete".to_string());
+        }
+        chunk = chunk.saturating_mul(2).min(64 << 20);
+    }
+}
+
+/// Compresses `input` with `mode` at `level` (1..=9; only lzo/zlib/bz2 use it). `None` when
+/// the codec cannot compress it (which makes the writer fall back to mode 0).
+pub fn compress(mode: Mode, input: &[u8], level: u32) -> Option<Vec<u8>> {
+    match mode {
+        Mode::None => Some(input.to_vec()),
+        Mode::Lzo => lzokay_native::compress(input).ok(),
+        Mode::Zlib => {
+            let mut e = flate2::write::ZlibEncoder::new(
+                Vec::with_capacity(input.len() / 2 + 64),
+                flate2::Compression::new(level),
+            );
+            e.write_all(input).ok()?;
+            e.finish().ok()
+        }
+        Mode::Bz2 => {
+            let mut e = bzip2::write::BzEncoder::new(
+                Vec::with_capacity(input.len() / 2 + 64),
+                bzip2::Compression::new(level.clamp(1, 9)),
+            );
+            e.write_all(input).ok()?;
+            e.finish().ok()
+        }
+        Mode::Lzf => lzf::compress(input).ok(),
+        Mode::Snappy => snap::raw::Encoder::new().compress_vec(input).ok(),
+        Mode::Lz4 | Mode::Lz4Hc => Some(lz4_flex::block::compress(input)),
+    }
+}
+
+/// The reference writer's choice (§13.2): try each enabled mode in id order, keep a result
+/// only if it is smaller than the input and strictly smaller than the best so far.
+pub fn compress_best(modes: &[Mode], input: &[u8], level: u32) -> (Mode, Option<Vec<u8>>) {
+    if input.is_empty() {
+        return (Mode::None, None);
+    }
+    let mut best: Option<(Mode, Vec<u8>)> = None;
+    let mut sorted: Vec<Mode> = modes.iter().copied().filter(|m| *m != Mode::None).collect();
+    sorted.sort();
+    sorted.dedup();
+    for mode in sorted {
+        if let Some(out) = compress(mode, input, level) {
+            let limit = best.as_ref().map_or(input.len(), |(_, b)| b.len());
+            if out.len() < limit {
+                best = Some((mode, out));
+            }
+        }
+    }
+    match best {
+        Some((m, v)) => (m, Some(v)),
+        None => (Mode::None, None),
+    }
+}
+
+/// adler32 of an extent as stored: bytes [0, 16) then [20, end).
+pub fn extent_adler32(extent: &[u8]) -> u32 {
+    let mut a = adler2::Adler32::new();
+    a.write_slice(&extent[..16]);
+    a.write_slice(&extent[20..]);
+    a.checksum()
+}
+
+#[inline(always)]
+pub fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
+    *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> 13);
+    *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << 8);
+    *c = c.wrapping_sub(*a).wrapping_sub(*b) ^ (*b >> 13);
+    *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> 12);
+    *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << 16);
+    *c = c.wrapping_sub(*a).wrapping_sub(*b) ^ (*b >> 5);
+    *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> 3);
+    *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << 10);
+    *c = c.wrapping_sub(*a).wrapping_sub(*b) ^ (*b >> 15);
+}
+
+/// Bob Jenkins' lookup2 `hash(k, length, initval)`, byte-oriented (§12.3).
+pub fn lookup2(k: &[u8], initval: u32) -> u32 {
+    let mut a: u32 = 0x9e37_79b9;
+    let mut b: u32 = 0x9e37_79b9;
+    let mut c: u32 = initval;
+    let mut chunks = k.chunks_exact(12);
+    for ch in &mut chunks {
+        a = a.wrapping_add(u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]));
+        b = b.wrapping_add(u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]));
+        c = c.wrapping_add(u32::from_le_bytes([ch[8], ch[9], ch[10], ch[11]]));
+        mix(&mut a, &mut b, &mut c);
+    }
+    let r = chunks.remainder();
+    c = c.wrapping_add(k.len() as u32);
+    let mut tail = [0u8; 12];
+    tail[..r.len()].copy_from_slice(r);
+    a = a.wrapping_add(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    b = b.wrapping_add(u32::from_le_bytes([tail[4], tail[5], tail[6], tail[7]]));
+    c = c.wrapping_add(u32::from_le_bytes([0, tail[8], tail[9], tail[10]]));
+    mix(&mut a, &mut b, &mut c);
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup2_vectors() {
+        assert_eq!(lookup2(b"", 0), 0xbd49d10d);
+        assert_eq!(lookup2(b"", 1972), 0x096a2819);
+        assert_eq!(lookup2(b"", 1776), 0x25481311);
+        assert_eq!(lookup2(b"DSv1", 1972), 0x962283ef);
+        assert_eq!(lookup2(b"abcdefghijkl", 0), 0x0b1b3ea5);
+        assert_eq!(lookup2(b"Four score and seven years ago", 1972), 0x4e89695a);
+        let (mut a, mut b, mut c) = (0, 0, 1972);
+        mix(&mut a, &mut b, &mut c);
+        assert_eq!(c, 0x97d3d920);
+    }
+
+    #[test]
+    fn every_mode_round_trips_and_rejects_wrong_lengths() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        for mode in Mode::ALL {
+            let packed = compress(mode, &data, 6).unwrap();
+            let mut out = vec![9u8];
+            decompress(mode, &packed, data.len(), true, &mut out).unwrap();
+            assert_eq!(&out[1..], &data[..], "{mode:?}");
+            let mut out = Vec::new();
+            assert!(decompress(mode, &packed, data.len() + 8, true, &mut out).is_err());
+            let mut out = Vec::new();
+            assert!(decompress(mode, &packed, data.len() - 8, true, &mut out).is_err());
+        }
+    }
+}

@@ -1,0 +1,828 @@
+//! The DSv1 container: header (§2), extents (§3), trailer (§4), index (§5.2), and decoding one
+//! extent to its partly unpacked form with every check (§11, §12, §13).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::codec::{self, Mode};
+use super::types::{ExtentType, Kind, INDEX_NAME, XMLTYPE_NAME};
+use crate::{Error, ErrorClass, Result};
+
+pub const HEADER_LEN: usize = 40;
+pub const TRAILER_LEN: usize = 28;
+/// Reference limit on a compressed part (§3).
+pub const MAX_PART: i64 = 512 << 20;
+/// arrowsmith's cap on an uncompressed part (§16.2).
+pub const MAX_UNPACKED: usize = (2 << 30) - 1;
+
+/// Byte order of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteOrder {
+    Little,
+    Big,
+}
+
+impl ByteOrder {
+    #[inline(always)]
+    pub fn u32(self, b: &[u8]) -> u32 {
+        let a = [b[0], b[1], b[2], b[3]];
+        match self {
+            ByteOrder::Little => u32::from_le_bytes(a),
+            ByteOrder::Big => u32::from_be_bytes(a),
+        }
+    }
+    #[inline(always)]
+    pub fn i32(self, b: &[u8]) -> i32 {
+        self.u32(b) as i32
+    }
+    #[inline(always)]
+    pub fn u64(self, b: &[u8]) -> u64 {
+        let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
+        match self {
+            ByteOrder::Little => u64::from_le_bytes(a),
+            ByteOrder::Big => u64::from_be_bytes(a),
+        }
+    }
+    #[inline(always)]
+    pub fn i64(self, b: &[u8]) -> i64 {
+        self.u64(b) as i64
+    }
+    #[inline(always)]
+    pub fn f64(self, b: &[u8]) -> f64 {
+        f64::from_bits(self.u64(b))
+    }
+    pub fn put_u32(self, v: u32) -> [u8; 4] {
+        match self {
+            ByteOrder::Little => v.to_le_bytes(),
+            ByteOrder::Big => v.to_be_bytes(),
+        }
+    }
+    pub fn put_u64(self, v: u64) -> [u8; 8] {
+        match self {
+            ByteOrder::Little => v.to_le_bytes(),
+            ByteOrder::Big => v.to_be_bytes(),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ByteOrder::Little => "little-endian",
+            ByteOrder::Big => "big-endian",
+        }
+    }
+}
+
+/// One extent's header, as read from the file.
+#[derive(Debug, Clone)]
+pub struct ExtentHeader {
+    pub offset: u64,
+    pub cf: usize,
+    pub cv: usize,
+    pub rows: usize,
+    pub vs: usize,
+    pub adler: u32,
+    pub hash: u32,
+    pub mode_fixed: u8,
+    pub mode_var: u8,
+    pub type_name: String,
+    pub header_len: usize,
+    pub len: usize,
+}
+
+/// Which checks to run while decoding.
+#[derive(Debug, Clone, Copy)]
+pub struct Checks {
+    pub adler: bool,
+    pub hash: bool,
+    pub variable32: bool,
+}
+
+impl Checks {
+    pub const ALL: Checks = Checks {
+        adler: true,
+        hash: true,
+        variable32: true,
+    };
+    pub const NONE: Checks = Checks {
+        adler: false,
+        hash: false,
+        variable32: false,
+    };
+}
+
+enum Bytes {
+    Map(memmap2::Mmap),
+    Vec(Vec<u8>),
+}
+
+/// An opened DataSeries file: its bytes, types and extent list.
+pub struct DsFile {
+    path: Option<PathBuf>,
+    bytes: Bytes,
+    pub order: ByteOrder,
+    /// Declared types, in XmlType order (sorted by name).
+    pub types: Vec<Arc<ExtentType>>,
+    /// Every extent in file order (XmlType and index included).
+    pub extents: Vec<ExtentHeader>,
+    /// Whether the trailer and index were found and verified.
+    pub has_trailer: bool,
+    /// What a lenient open skipped over.
+    pub warnings: Vec<String>,
+}
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    pub checks: Checks,
+    /// Scan sequentially when the trailer or index is missing or damaged (§16.3).
+    pub lenient: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            checks: Checks::ALL,
+            lenient: false,
+        }
+    }
+}
+
+impl DsFile {
+    pub fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<DsFile> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_file(path))?;
+        // SAFETY: the map is read only; a file changed underneath us gives wrong bytes, which the
+        // checksums report, not undefined behaviour in safe code that only reads slices.
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_file(path))?;
+        Self::from_parts(Some(path.to_path_buf()), Bytes::Map(map), options)
+            .map_err(|e| e.with_file(path))
+    }
+
+    pub fn from_bytes(bytes: Vec<u8>, options: OpenOptions) -> Result<DsFile> {
+        Self::from_parts(None, Bytes::Vec(bytes), options)
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Map(m) => m,
+            Bytes::Vec(v) => v,
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn err(&self, e: Error) -> Error {
+        match &self.path {
+            Some(p) => e.with_file(p),
+            None => e,
+        }
+    }
+
+    fn from_parts(path: Option<PathBuf>, bytes: Bytes, options: OpenOptions) -> Result<DsFile> {
+        let mut f = DsFile {
+            path,
+            bytes,
+            order: ByteOrder::Little,
+            types: Vec::new(),
+            extents: Vec::new(),
+            has_trailer: false,
+            warnings: Vec::new(),
+        };
+        f.order = read_header(f.bytes())?;
+        let data_end = f.bytes().len();
+        // The XmlType extent.
+        let first = read_extent_header(f.bytes(), f.order, HEADER_LEN, data_end)?;
+        if first.type_name != XMLTYPE_NAME {
+            return Err(Error::new(
+                ErrorClass::BadEnvelope,
+                format!(
+                    "the first extent has type {:?}, expected {XMLTYPE_NAME:?}",
+                    first.type_name
+                ),
+            )
+            .at_offset(HEADER_LEN as u64));
+        }
+        let xmltype = Arc::new(ExtentType::xmltype());
+        let raw = decode_raw(f.bytes(), f.order, &first, &xmltype, options.checks)?;
+        let mut types: Vec<Arc<ExtentType>> = Vec::new();
+        for i in 0..first.rows {
+            let slot = &raw.fixed[i * 8..i * 8 + 4];
+            let bytes = raw
+                .var_value(f.order, slot, options.checks.variable32)
+                .map_err(|m| {
+                    Error::new(ErrorClass::BadMeta, m)
+                        .at_offset(first.offset)
+                        .at_row(i as u64)
+                })?;
+            let xml = std::str::from_utf8(bytes).map_err(|_| {
+                Error::new(ErrorClass::BadMeta, "an ExtentType XML is not UTF-8")
+                    .at_offset(first.offset)
+                    .at_row(i as u64)
+            })?;
+            let t = ExtentType::parse(xml).map_err(|m| {
+                Error::new(ErrorClass::BadMeta, m)
+                    .at_offset(first.offset)
+                    .at_row(i as u64)
+            })?;
+            if types.iter().any(|u| u.name == t.name) {
+                return Err(Error::new(
+                    ErrorClass::BadMeta,
+                    format!("type {:?} is declared twice", t.name),
+                )
+                .at_offset(first.offset));
+            }
+            types.push(Arc::new(t));
+        }
+        f.types = types;
+
+        // Trailer and index, or a sequential scan.
+        let trailer = read_trailer(f.bytes(), f.order);
+        match trailer {
+            Ok((p, idx_off)) => {
+                let end = data_end - TRAILER_LEN;
+                let scanned = scan(
+                    f.bytes(),
+                    f.order,
+                    first.offset as usize + first.len,
+                    end,
+                    &f.types,
+                );
+                match scanned.and_then(|mut list| {
+                    list.insert(0, first.clone());
+                    let last = list.last().cloned();
+                    match last {
+                        Some(ix)
+                            if ix.type_name == INDEX_NAME
+                                && ix.offset == idx_off
+                                && ix.len == p =>
+                        {
+                            verify_index(f.bytes(), f.order, &ix, &list, options.checks)?;
+                            Ok(list)
+                        }
+                        _ => Err(Error::new(
+                            ErrorClass::BadEnvelope,
+                            "the trailer does not point at an index extent that ends the file",
+                        )
+                        .at_offset(idx_off)),
+                    }
+                }) {
+                    Ok(list) => {
+                        f.extents = list;
+                        f.has_trailer = true;
+                    }
+                    Err(e) if options.lenient => {
+                        f.warnings
+                            .push(format!("{e}; scanning the extents instead"));
+                        f.extents = lenient_scan(&f, &first);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if options.lenient => {
+                f.warnings
+                    .push(format!("{e}; scanning the extents instead"));
+                f.extents = lenient_scan(&f, &first);
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(f)
+    }
+
+    pub fn find_type(&self, name: &str) -> Option<&Arc<ExtentType>> {
+        self.types.iter().find(|t| t.name == name)
+    }
+
+    /// Declared data types that a plain `convert` may pick: all but `Info::DSRepack`.
+    pub fn candidate_types(&self) -> Vec<&Arc<ExtentType>> {
+        self.types
+            .iter()
+            .filter(|t| {
+                t.name != XMLTYPE_NAME && t.name != INDEX_NAME && t.name != "Info::DSRepack"
+            })
+            .collect()
+    }
+
+    /// Extents of one type, in file order.
+    pub fn extents_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a ExtentHeader> + 'a {
+        self.extents.iter().filter(move |e| e.type_name == name)
+    }
+
+    /// Row count of a type (from the extent headers; nothing is decompressed).
+    pub fn rows_of(&self, name: &str) -> u64 {
+        self.extents_of(name).map(|e| e.rows as u64).sum()
+    }
+}
+
+/// Checks the 40-byte header and returns the byte order (§2).
+pub fn read_header(b: &[u8]) -> Result<ByteOrder> {
+    if b.len() < HEADER_LEN + TRAILER_LEN {
+        return Err(Error::new(
+            ErrorClass::TooSmall,
+            format!(
+                "the file has {} bytes, fewer than a DataSeries header and trailer",
+                b.len()
+            ),
+        ));
+    }
+    if &b[..4] != b"DSv1" {
+        return Err(Error::new(
+            ErrorClass::BadSignature,
+            "the file does not start with DSv1",
+        )
+        .at_offset(0));
+    }
+    let order = match &b[4..8] {
+        [0x78, 0x56, 0x34, 0x12] => ByteOrder::Little,
+        [0x12, 0x34, 0x56, 0x78] => ByteOrder::Big,
+        _ => {
+            return Err(Error::new(ErrorClass::BadSignature, "bad int32 check value").at_offset(4))
+        }
+    };
+    if order.u64(&b[8..16]) != 0x1234_5678_9ABC_DEF0 {
+        return Err(Error::new(ErrorClass::BadSignature, "bad int64 check value").at_offset(8));
+    }
+    if (order.f64(&b[16..24]) - std::f64::consts::PI).abs() > 1e-18 {
+        return Err(Error::new(ErrorClass::BadSignature, "bad pi check value").at_offset(16));
+    }
+    if order.f64(&b[24..32]) != f64::INFINITY {
+        return Err(Error::new(ErrorClass::BadSignature, "bad infinity check value").at_offset(24));
+    }
+    if !order.f64(&b[32..40]).is_nan() {
+        return Err(Error::new(ErrorClass::BadSignature, "bad NaN check value").at_offset(32));
+    }
+    Ok(order)
+}
+
+/// Reads and checks the trailer (§4): (index extent length, index offset).
+pub fn read_trailer(b: &[u8], order: ByteOrder) -> Result<(usize, u64)> {
+    let t0 = b.len() - TRAILER_LEN;
+    let t = &b[t0..];
+    let bad = |m: &str| {
+        Error::new(ErrorClass::BadEnvelope, format!("bad trailer: {m}")).at_offset(t0 as u64)
+    };
+    if t[..4] != [0xff; 4] {
+        return Err(bad("no FF FF FF FF marker"));
+    }
+    let p = order.i32(&t[4..8]);
+    if order.i32(&t[8..12]) != !p {
+        return Err(bad("the index size and its complement disagree"));
+    }
+    let stored = order.u32(&t[24..28]);
+    let computed = codec::lookup2(&t[..24], 1776);
+    if stored != computed {
+        return Err(bad(&format!(
+            "trailer hash mismatch (stored {stored:08x}, computed {computed:08x})"
+        )));
+    }
+    let off = order.i64(&t[16..24]);
+    if p < 0 || off < 0 || (off as u64).checked_add(p as u64) != Some(t0 as u64) {
+        return Err(bad(&format!(
+            "the index extent (offset {off}, {p} bytes) does not end where the trailer starts"
+        )));
+    }
+    Ok((p as usize, off as u64))
+}
+
+/// Reads an extent header at `off`, checking its sizes against `end` (§3).
+pub fn read_extent_header(
+    b: &[u8],
+    order: ByteOrder,
+    off: usize,
+    end: usize,
+) -> Result<ExtentHeader> {
+    let bad = |m: String| Error::new(ErrorClass::BadEnvelope, m).at_offset(off as u64);
+    if off.checked_add(28).is_none_or(|e| e > end) {
+        return Err(bad("an extent header runs past the end of the data".into()));
+    }
+    let h = &b[off..];
+    let cf = order.i32(&h[0..4]) as i64;
+    let cv = order.i32(&h[4..8]) as i64;
+    let n = order.i32(&h[8..12]) as i64;
+    let vs = order.i32(&h[12..16]) as i64;
+    if !(0..MAX_PART).contains(&cf) || !(0..MAX_PART).contains(&cv) {
+        return Err(bad(format!(
+            "compressed sizes {cf}/{cv} are outside 0..512 MiB"
+        )));
+    }
+    if n < 0 {
+        return Err(bad(format!("negative record count {n}")));
+    }
+    if vs < 4 {
+        return Err(bad(format!("variable-area size {vs} is below 4")));
+    }
+    let l = h[26] as usize;
+    if l == 0 {
+        return Err(bad("empty type name".into()));
+    }
+    let header_len = (28 + l).next_multiple_of(4);
+    if off + header_len > end {
+        return Err(bad(
+            "an extent's type name runs past the end of the data".into()
+        ));
+    }
+    let name = String::from_utf8_lossy(&h[28..28 + l]).into_owned();
+    let len = header_len + (cf as usize).next_multiple_of(4) + (cv as usize).next_multiple_of(4);
+    if off + len > end {
+        return Err(bad(format!(
+            "extent of type {name:?} ({len} bytes) runs past the end of the data at {end}"
+        )));
+    }
+    Ok(ExtentHeader {
+        offset: off as u64,
+        cf: cf as usize,
+        cv: cv as usize,
+        rows: n as usize,
+        vs: vs as usize,
+        adler: order.u32(&h[16..20]),
+        hash: order.u32(&h[20..24]),
+        mode_fixed: h[24],
+        mode_var: h[25],
+        type_name: name,
+        header_len,
+        len,
+    })
+}
+
+/// Sequential scan from `start` up to `end` (strict: every extent must be a known type).
+fn scan(
+    b: &[u8],
+    order: ByteOrder,
+    start: usize,
+    end: usize,
+    types: &[Arc<ExtentType>],
+) -> Result<Vec<ExtentHeader>> {
+    let mut out = Vec::new();
+    let mut off = start;
+    while off < end {
+        let h = read_extent_header(b, order, off, end)?;
+        check_type_name(&h, types)?;
+        off += h.len;
+        out.push(h);
+    }
+    Ok(out)
+}
+
+fn check_type_name(h: &ExtentHeader, types: &[Arc<ExtentType>]) -> Result<()> {
+    if h.type_name == XMLTYPE_NAME {
+        return Err(
+            Error::new(ErrorClass::BadEnvelope, "a second XmlType extent").at_offset(h.offset),
+        );
+    }
+    if h.type_name != INDEX_NAME && !types.iter().any(|t| t.name == h.type_name) {
+        return Err(Error::new(
+            ErrorClass::UnknownType,
+            format!(
+                "extent of type {:?}: no type of that name is registered",
+                h.type_name
+            ),
+        )
+        .at_offset(h.offset));
+    }
+    Ok(())
+}
+
+/// Lenient scan: every extent that parses, up to the first that does not or the trailer marker.
+fn lenient_scan(f: &DsFile, first: &ExtentHeader) -> Vec<ExtentHeader> {
+    let b = f.bytes();
+    let mut out = vec![first.clone()];
+    let mut off = first.offset as usize + first.len;
+    loop {
+        if off + 4 <= b.len() && b[off..off + 4] == [0xff; 4] {
+            break;
+        }
+        match read_extent_header(b, f.order, off, b.len()) {
+            Ok(h) => {
+                off += h.len;
+                if check_type_name(&h, &f.types).is_ok() {
+                    out.push(h);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Decodes the index extent and checks that it lists exactly `list`.
+fn verify_index(
+    b: &[u8],
+    order: ByteOrder,
+    ix: &ExtentHeader,
+    list: &[ExtentHeader],
+    checks: Checks,
+) -> Result<()> {
+    let t = ExtentType::index();
+    let raw = decode_raw(b, order, ix, &t, checks)?;
+    let bad = |m: String| Error::new(ErrorClass::BadEnvelope, m).at_offset(ix.offset);
+    if ix.rows != list.len() {
+        return Err(bad(format!(
+            "the index lists {} extents, the file holds {}",
+            ix.rows,
+            list.len()
+        )));
+    }
+    for (i, e) in list.iter().enumerate() {
+        let rec = &raw.fixed[i * 16..i * 16 + 16];
+        let off = order.i64(&rec[8..16]);
+        let name = raw
+            .var_value(order, &rec[0..4], checks.variable32)
+            .map_err(bad)?;
+        if off as u64 != e.offset || name != e.type_name.as_bytes() {
+            return Err(bad(format!(
+                "index entry {i} ({:?} at {off}) does not match the extent found there ({:?} at {})",
+                String::from_utf8_lossy(name),
+                e.type_name,
+                e.offset
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An extent decompressed, un-compacted and verified; values still packed, in file order.
+pub struct RawExtent {
+    pub rows: usize,
+    /// N × record_size bytes.
+    pub fixed: Vec<u8>,
+    /// The variable area with its 4 leading zeros.
+    pub var: Vec<u8>,
+}
+
+#[inline]
+pub fn roundup_var(len: usize) -> usize {
+    len + ((12 - len % 8) % 8)
+}
+
+impl RawExtent {
+    /// The bytes of a variable32 value whose slot is `slot` (§9.1).
+    pub fn var_value(&self, order: ByteOrder, slot: &[u8], check: bool) -> Result<&[u8], String> {
+        var_value(&self.var, order, order.i32(slot), check)
+    }
+}
+
+#[inline]
+pub fn var_value(var: &[u8], order: ByteOrder, off: i32, check: bool) -> Result<&[u8], String> {
+    if off == 0 {
+        return Ok(&[]);
+    }
+    let bad = || {
+        format!(
+            "variable32 offset {off} is not a valid entry of the {}-byte area",
+            var.len()
+        )
+    };
+    if off < 0 {
+        return Err(bad());
+    }
+    let off = off as usize;
+    if off + 4 > var.len() || (check && (off + 4) % 8 != 0) {
+        return Err(bad());
+    }
+    let len = order.i32(&var[off..off + 4]);
+    if len < 0 {
+        return Err(bad());
+    }
+    let len = len as usize;
+    let end = if check {
+        off + 4 + roundup_var(len)
+    } else {
+        off + 4 + len
+    };
+    if end > var.len() {
+        return Err(bad());
+    }
+    Ok(&var[off + 4..off + 4 + len])
+}
+
+fn mode_of(id: u8, h: &ExtentHeader, part: &str) -> Result<Mode> {
+    Mode::from_id(id).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Unsupported,
+            format!(
+                "extent at offset {} ({}): unknown compression mode {id} of the {part} part",
+                h.offset, h.type_name
+            ),
+        )
+        .at_offset(h.offset)
+    })
+}
+
+/// Decodes one extent to its partly unpacked form, running the checks asked for.
+pub fn decode_raw(
+    b: &[u8],
+    order: ByteOrder,
+    h: &ExtentHeader,
+    t: &ExtentType,
+    checks: Checks,
+) -> Result<RawExtent> {
+    let where_ = |m: String| {
+        Error::new(
+            ErrorClass::BadValue,
+            format!("extent at offset {} ({}): {m}", h.offset, h.type_name),
+        )
+        .at_offset(h.offset)
+    };
+    let ext = &b[h.offset as usize..h.offset as usize + h.len];
+    if checks.adler {
+        let computed = codec::extent_adler32(ext);
+        if computed != h.adler {
+            return Err(where_(format!(
+                "adler32 mismatch (stored {:08x}, computed {computed:08x})",
+                h.adler
+            )));
+        }
+    }
+    let fixed_len = h
+        .rows
+        .checked_mul(t.record_size)
+        .filter(|&n| n <= MAX_UNPACKED)
+        .ok_or_else(|| {
+            where_(format!(
+                "{} records of {} bytes is too large",
+                h.rows, t.record_size
+            ))
+        })?;
+    let var_len = h.vs - 4;
+    if var_len > MAX_UNPACKED {
+        return Err(where_(format!(
+            "variable area of {} bytes is too large",
+            h.vs
+        )));
+    }
+    let fpart = &ext[h.header_len..h.header_len + h.cf];
+    let vstart = h.header_len + h.cf.next_multiple_of(4);
+    let vpart = &ext[vstart..vstart + h.cv];
+
+    // Fixed part.
+    let mut fixed = Vec::new();
+    if fixed_len == 0 {
+        if h.cf != 0 {
+            return Err(where_(format!(
+                "an empty fixed part has {} stored bytes",
+                h.cf
+            )));
+        }
+    } else {
+        let mode = mode_of(h.mode_fixed, h, "fixed")?;
+        if t.null_compact {
+            let mut packed = Vec::new();
+            codec::decompress(mode, fpart, fixed_len, false, &mut packed)
+                .map_err(|m| where_(format!("fixed part: {m}")))?;
+            fixed = uncompact(t, &packed, h.rows).map_err(where_)?;
+        } else {
+            fixed.reserve_exact(fixed_len.min(h.cf.saturating_mul(1100).saturating_add(4096)));
+            codec::decompress(mode, fpart, fixed_len, true, &mut fixed)
+                .map_err(|m| where_(format!("fixed part: {m}")))?;
+        }
+    }
+    // Variable part.
+    let mut var =
+        Vec::with_capacity(4 + var_len.min(h.cv.saturating_mul(1100).saturating_add(4096)));
+    var.extend_from_slice(&[0; 4]);
+    if var_len == 0 {
+        if h.cv != 0 {
+            return Err(where_(format!(
+                "an empty variable part has {} stored bytes",
+                h.cv
+            )));
+        }
+    } else {
+        let mode = mode_of(h.mode_var, h, "variable")?;
+        codec::decompress(mode, vpart, var_len, true, &mut var)
+            .map_err(|m| where_(format!("variable part: {m}")))?;
+    }
+    if checks.hash || checks.variable32 {
+        let computed =
+            partly_unpacked_hash(order, &fixed, &var, checks.variable32).map_err(where_)?;
+        if checks.hash && computed != h.hash {
+            return Err(where_(format!(
+                "partly-unpacked hash mismatch (stored {:08x}, computed {computed:08x})",
+                h.hash
+            )));
+        }
+    }
+    Ok(RawExtent {
+        rows: h.rows,
+        fixed,
+        var,
+    })
+}
+
+/// §12.2; also walks and checks the variable entries (§9.1).
+pub fn partly_unpacked_hash(
+    order: ByteOrder,
+    fixed: &[u8],
+    var: &[u8],
+    check: bool,
+) -> Result<u32, String> {
+    let mut h = codec::lookup2(fixed, 1972);
+    h = codec::lookup2(var, h);
+    let mut words: Vec<u8> = Vec::with_capacity(4096);
+    let mut off = 4usize;
+    while off < var.len() {
+        if off + 4 > var.len() {
+            return Err(format!("variable entry at {off} runs past the area's end"));
+        }
+        let len = order.i32(&var[off..off + 4]);
+        if len < 0 {
+            return Err(format!("variable entry at {off} has negative length {len}"));
+        }
+        let step = 4 + roundup_var(len as usize);
+        if off + step > var.len() {
+            return Err(format!(
+                "variable entry at {off} ({len} bytes) runs past the area's end"
+            ));
+        }
+        if check
+            && var[off + 4 + len as usize..off + step]
+                .iter()
+                .any(|&x| x != 0)
+        {
+            return Err(format!("variable entry at {off} has non-zero padding"));
+        }
+        words.extend_from_slice(&var[off..off + 4]);
+        if words.len() == 4096 {
+            h = codec::lookup2(&words, h);
+            words.clear();
+        }
+        off += step;
+    }
+    Ok(codec::lookup2(&words, h))
+}
+
+/// Fields of a type grouped for null compaction: (field index, class), in class then offset order.
+pub fn compaction_order(t: &ExtentType) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..t.fields.len())
+        .filter(|&i| t.fields[i].kind != Kind::Bool)
+        .collect();
+    v.sort_by_key(|&i| (t.fields[i].kind.class(), t.fields[i].offset));
+    v
+}
+
+fn is_null(t: &ExtentType, rec: &[u8], field: usize) -> bool {
+    match t.fields[field].null_field {
+        Some(nf) => rec[t.fields[nf].offset] & t.fields[nf].mask != 0,
+        None => false,
+    }
+}
+
+/// Reverses null compaction (§11).
+fn uncompact(t: &ExtentType, input: &[u8], rows: usize) -> Result<Vec<u8>, String> {
+    let rs = t.record_size;
+    let mut out = vec![0u8; rows * rs];
+    let order = compaction_order(t);
+    let mut cur = 0usize;
+    let short = || "null-compacted fixed data ends inside a record".to_string();
+    for r in 0..rows {
+        let rec = &mut out[r * rs..(r + 1) * rs];
+        if cur + t.bool_bytes > input.len() {
+            return Err(short());
+        }
+        rec[..t.bool_bytes].copy_from_slice(&input[cur..cur + t.bool_bytes]);
+        cur += t.bool_bytes;
+        for &fi in &order {
+            if is_null(t, rec, fi) {
+                continue;
+            }
+            let f = &t.fields[fi];
+            let class = f.kind.class();
+            cur = cur.next_multiple_of(class);
+            let w = f.kind.width();
+            if cur + w > input.len() {
+                return Err(short());
+            }
+            rec[f.offset..f.offset + w].copy_from_slice(&input[cur..cur + w]);
+            cur += w;
+        }
+    }
+    if cur != input.len() {
+        return Err(format!(
+            "null-compacted fixed data has {} bytes left after {rows} records",
+            input.len() - cur
+        ));
+    }
+    Ok(out)
+}
+
+/// Applies null compaction (§11) to packed records.
+pub fn compact(t: &ExtentType, fixed: &[u8], rows: usize) -> Vec<u8> {
+    let rs = t.record_size;
+    let order = compaction_order(t);
+    let mut out = Vec::with_capacity(fixed.len());
+    for r in 0..rows {
+        let rec = &fixed[r * rs..(r + 1) * rs];
+        out.extend_from_slice(&rec[..t.bool_bytes]);
+        for &fi in &order {
+            if is_null(t, rec, fi) {
+                continue;
+            }
+            let f = &t.fields[fi];
+            let target = out.len().next_multiple_of(f.kind.class());
+            out.resize(target, 0);
+            out.extend_from_slice(&rec[f.offset..f.offset + f.kind.width()]);
+        }
+    }
+    out
+}

@@ -1,0 +1,17 @@
+//! HP Labs' DataSeries DSv1 (`.ds`): a self-describing file of extents, each holding records of
+//! one ExtentType, compressed part by part. See `docs/dataseries.md` for the Arrow mapping and
+//! `shared/specs/dataseries.md` for the format.
+
+pub mod codec;
+pub mod file;
+pub mod mapping;
+mod reader;
+pub mod types;
+mod writer;
+
+pub use codec::Mode;
+pub use file::{ByteOrder, DsFile, ExtentHeader, OpenOptions};
+pub use mapping::Utf8Fields;
+pub use reader::{choose_type, Reader, ReaderBuilder};
+pub use types::{ExtentType, Kind};
+pub use writer::{Writer, WriterOptions};

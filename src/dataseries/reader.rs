@@ -1,0 +1,274 @@
+//! DataSeries → Arrow: `ReaderBuilder` → `Reader`, one extent type at a time, extents decoded in
+//! parallel and yielded in file order.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use rayon::prelude::*;
+
+use super::file::{decode_raw, Checks, DsFile, ExtentHeader, OpenOptions};
+use super::mapping::{Decoder, Utf8Fields};
+use super::types::ExtentType;
+use crate::{Error, Projection, Result};
+
+/// Builds a [`Reader`] of one extent type of a DataSeries file.
+#[derive(Debug, Clone)]
+pub struct ReaderBuilder {
+    batch_size: Option<usize>,
+    projection: Option<Projection>,
+    limit: Option<usize>,
+    type_name: Option<String>,
+    utf8: Utf8Fields,
+    checks: Checks,
+    lenient: bool,
+}
+
+impl Default for ReaderBuilder {
+    fn default() -> Self {
+        ReaderBuilder {
+            batch_size: None,
+            projection: None,
+            limit: None,
+            type_name: None,
+            utf8: Utf8Fields::Hinted,
+            checks: Checks::ALL,
+            lenient: false,
+        }
+    }
+}
+
+impl ReaderBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Rows per batch at most (default: a whole extent per batch).
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = Some(batch_size.max(1));
+        self
+    }
+    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
+        self.projection = Some(projection.into());
+        self
+    }
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+    /// The extent type to read (needed when the file declares several).
+    pub fn with_type(mut self, name: impl Into<String>) -> Self {
+        self.type_name = Some(name.into());
+        self
+    }
+    /// Reads every variable32 field as Utf8 (validated).
+    pub fn with_utf8_all(mut self) -> Self {
+        self.utf8 = Utf8Fields::All;
+        self
+    }
+    /// Reads these variable32 fields as Utf8 (validated).
+    pub fn with_utf8<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
+        self.utf8 = Utf8Fields::Named(fields.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Turns the adler32, hash and variable32 checks on (default) or off.
+    pub fn with_checks(mut self, on: bool) -> Self {
+        self.checks = if on { Checks::ALL } else { Checks::NONE };
+        self
+    }
+    /// Scans the extents when the trailer or index is damaged, and skips extents that fail.
+    pub fn with_lenient(mut self, lenient: bool) -> Self {
+        self.lenient = lenient;
+        self
+    }
+
+    pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
+        let path = path.as_ref();
+        let file = DsFile::open(
+            path,
+            OpenOptions {
+                checks: self.checks,
+                lenient: self.lenient,
+            },
+        )?;
+        self.build_from_file(Arc::new(file))
+    }
+
+    pub fn build_from_bytes(self, bytes: Vec<u8>) -> Result<Reader> {
+        let file = DsFile::from_bytes(
+            bytes,
+            OpenOptions {
+                checks: self.checks,
+                lenient: self.lenient,
+            },
+        )?;
+        self.build_from_file(Arc::new(file))
+    }
+
+    pub fn build_from_file(self, file: Arc<DsFile>) -> Result<Reader> {
+        let t = choose_type(&file, self.type_name.as_deref()).map_err(|e| file.err(e))?;
+        let names: Vec<&str> = t
+            .visible
+            .iter()
+            .map(|&i| t.fields[i].name.as_str())
+            .collect();
+        let columns = match &self.projection {
+            Some(p) => p.resolve(names.iter().copied()).map_err(|e| file.err(e))?,
+            None => (0..names.len()).collect(),
+        };
+        let decoder = Decoder::new(
+            t.clone(),
+            file.order,
+            &self.utf8,
+            columns,
+            self.checks.variable32,
+        );
+        let extents: Vec<ExtentHeader> = file
+            .extents_of(&t.name)
+            .filter(|e| e.rows > 0)
+            .cloned()
+            .collect();
+        Ok(Reader {
+            file,
+            decoder: Arc::new(decoder),
+            extents: extents.into(),
+            pending: VecDeque::new(),
+            batch_size: self.batch_size,
+            remaining: self.limit.unwrap_or(usize::MAX),
+            checks: self.checks,
+            lenient: self.lenient,
+            skipped: Vec::new(),
+            failed: false,
+        })
+    }
+}
+
+/// Picks the type to read (§20.1).
+pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType>> {
+    let list = |file: &DsFile| {
+        file.types
+            .iter()
+            .map(|t| format!("{:?}", t.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match wanted {
+        Some(name) => file.find_type(name).cloned().ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "no extent type named {name:?}; the file declares {}",
+                list(file)
+            ))
+        }),
+        None => {
+            let c = file.candidate_types();
+            match c.len() {
+                1 => Ok(c[0].clone()),
+                0 if file.types.len() == 1 => Ok(file.types[0].clone()),
+                _ => Err(Error::invalid_argument(format!(
+                    "the file declares several extent types; choose one with --type: {}",
+                    list(file)
+                ))),
+            }
+        }
+    }
+}
+
+/// Record batches of one extent type, in file order.
+pub struct Reader {
+    file: Arc<DsFile>,
+    decoder: Arc<Decoder>,
+    extents: VecDeque<ExtentHeader>,
+    pending: VecDeque<RecordBatch>,
+    batch_size: Option<usize>,
+    remaining: usize,
+    checks: Checks,
+    lenient: bool,
+    skipped: Vec<String>,
+    failed: bool,
+}
+
+impl Reader {
+    pub fn file(&self) -> &Arc<DsFile> {
+        &self.file
+    }
+    pub fn extent_type(&self) -> &Arc<ExtentType> {
+        &self.decoder.t
+    }
+    /// What a lenient reader skipped, one line per extent.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    fn decode_one(&self, h: &ExtentHeader) -> Result<Vec<RecordBatch>> {
+        let raw = decode_raw(
+            self.file.bytes(),
+            self.file.order,
+            h,
+            &self.decoder.t,
+            self.checks,
+        )?;
+        let cols = self
+            .decoder
+            .decode(&raw)
+            .map_err(|e| e.at_offset(h.offset))?;
+        let options = RecordBatchOptions::new().with_row_count(Some(raw.rows));
+        let batch = RecordBatch::try_new_with_options(self.decoder.schema.clone(), cols, &options)?;
+        let size = self.batch_size.unwrap_or(usize::MAX);
+        if batch.num_rows() <= size {
+            return Ok(vec![batch]);
+        }
+        Ok((0..batch.num_rows())
+            .step_by(size)
+            .map(|s| batch.slice(s, size.min(batch.num_rows() - s)))
+            .collect())
+    }
+
+    fn refill(&mut self) -> Result<()> {
+        let k = (rayon::current_num_threads() * 2).max(2);
+        let take: Vec<ExtentHeader> = (0..k).map_while(|_| self.extents.pop_front()).collect();
+        let results: Vec<Result<Vec<RecordBatch>>> =
+            take.par_iter().map(|h| self.decode_one(h)).collect();
+        for (h, r) in take.iter().zip(results) {
+            match r {
+                Ok(batches) => self.pending.extend(batches),
+                Err(e) if self.lenient => self
+                    .skipped
+                    .push(format!("skipped extent at offset {}: {e}", h.offset)),
+                Err(e) => return Err(self.file.err(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.remaining == 0 {
+            return None;
+        }
+        while self.pending.is_empty() {
+            if self.extents.is_empty() {
+                return None;
+            }
+            if let Err(e) = self.refill() {
+                self.failed = true;
+                return Some(Err(e.into()));
+            }
+        }
+        let mut b = self.pending.pop_front()?;
+        if b.num_rows() > self.remaining {
+            b = b.slice(0, self.remaining);
+        }
+        self.remaining -= b.num_rows();
+        Some(Ok(b))
+    }
+}
+
+impl RecordBatchReader for Reader {
+    fn schema(&self) -> SchemaRef {
+        self.decoder.schema.clone()
+    }
+}

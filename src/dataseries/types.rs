@@ -1,0 +1,545 @@
+//! ExtentType XML (§6, §7) and the record layout it implies (§8).
+
+/// The kind of a DataSeries field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Byte,
+    Int32,
+    Int64,
+    Double,
+    Variable32,
+    FixedWidth(usize),
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Bool => "bool",
+            Kind::Byte => "byte",
+            Kind::Int32 => "int32",
+            Kind::Int64 => "int64",
+            Kind::Double => "double",
+            Kind::Variable32 => "variable32",
+            Kind::FixedWidth(_) => "fixedwidth",
+        }
+    }
+    /// The slot size class used by null compaction (1, 4 or 8; 0 for bools).
+    pub fn class(self) -> usize {
+        match self {
+            Kind::Bool => 0,
+            Kind::Byte | Kind::FixedWidth(_) => 1,
+            Kind::Int32 | Kind::Variable32 => 4,
+            Kind::Int64 | Kind::Double => 8,
+        }
+    }
+    pub fn width(self) -> usize {
+        match self {
+            Kind::Bool => 0,
+            Kind::Byte => 1,
+            Kind::FixedWidth(n) => n,
+            Kind::Int32 | Kind::Variable32 => 4,
+            Kind::Int64 | Kind::Double => 8,
+        }
+    }
+}
+
+/// How a field's values are stored relative to others (§10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relative {
+    /// Delta from the previous record's value of the same field.
+    SelfRel,
+    /// Delta from another (earlier) field of the same record: its index in `fields`.
+    Other(usize),
+}
+
+/// One field of the record, visible or hidden.
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub name: String,
+    pub kind: Kind,
+    /// Hidden null bool of a nullable field (`" " + name`).
+    pub hidden: bool,
+    /// Index in `fields` of this field's hidden null bool.
+    pub null_field: Option<usize>,
+    /// Byte offset in the record; for bools the byte holding the bit.
+    pub offset: usize,
+    /// Bit mask for bools.
+    pub mask: u8,
+    pub pack_unique: bool,
+    pub pack_scale: Option<f64>,
+    pub relative: Option<Relative>,
+    pub doublebase: Option<f64>,
+    /// Every attribute of the `<field>` element except `name`, in document order, decoded.
+    pub attrs: Vec<(String, String)>,
+}
+
+impl Field {
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A parsed and laid out extent type.
+#[derive(Debug, Clone)]
+pub struct ExtentType {
+    pub name: String,
+    /// The XML exactly as stored.
+    pub xml: String,
+    /// Every attribute of `<ExtentType>` in document order, decoded.
+    pub attrs: Vec<(String, String)>,
+    /// All fields in list order, hidden null bools included.
+    pub fields: Vec<Field>,
+    /// Indices in `fields` of the visible fields, in XML order.
+    pub visible: Vec<usize>,
+    pub record_size: usize,
+    pub null_compact: bool,
+    pub big_to_small: bool,
+    pub pad_max: bool,
+    /// 1 + the highest byte offset holding a bool (0 without bools).
+    pub bool_bytes: usize,
+    pub version: (i32, i32),
+}
+
+pub const XMLTYPE_NAME: &str = "DataSeries: XmlType";
+pub const INDEX_NAME: &str = "DataSeries: ExtentIndex";
+
+impl ExtentType {
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The built-in `DataSeries: XmlType`.
+    pub fn xmltype() -> ExtentType {
+        ExtentType::parse(
+            "<ExtentType name=\"DataSeries: XmlType\">\n  <field type=\"variable32\" name=\"xmltype\" />\n</ExtentType>\n",
+        )
+        .expect("built-in type")
+    }
+
+    /// The built-in `DataSeries: ExtentIndex`.
+    pub fn index() -> ExtentType {
+        ExtentType::parse(
+            "<ExtentType name=\"DataSeries: ExtentIndex\">\n  <field type=\"int64\" name=\"offset\" />\n  <field type=\"variable32\" name=\"extenttype\" />\n</ExtentType>\n",
+        )
+        .expect("built-in type")
+    }
+
+    /// Parses and validates one ExtentType document (§6), and lays out its record (§8).
+    pub fn parse(xml: &str) -> Result<ExtentType, String> {
+        let options = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        };
+        let doc = roxmltree::Document::parse_with_options(xml, options)
+            .map_err(|e| format!("the ExtentType XML does not parse: {e}"))?;
+        let root = doc.root_element();
+        if root.tag_name().name() != "ExtentType" {
+            return Err(format!(
+                "the XML's root element is <{}>, expected <ExtentType>",
+                root.tag_name().name()
+            ));
+        }
+        let mut attrs = Vec::new();
+        let mut name = None;
+        let mut null_compact = false;
+        let mut big_to_small = false;
+        let mut pad_max = false;
+        let mut version = (0, 0);
+        for a in root.attributes() {
+            let (k, v) = (a.name().to_string(), a.value().to_string());
+            if v.is_empty() && k != "namespace" {
+                return Err(format!("attribute {k:?} of <ExtentType> is empty"));
+            }
+            match k.as_str() {
+                "name" => name = Some(v.clone()),
+                "namespace" | "comment" => {}
+                "version" => version = parse_version(&v)?,
+                "pack_null_compact" => {
+                    null_compact = match v.as_str() {
+                        "no" => false,
+                        "non_bool" => true,
+                        _ => return Err(format!("pack_null_compact={v:?} is not no or non_bool")),
+                    }
+                }
+                "pack_pad_record" => {
+                    pad_max = match v.as_str() {
+                        "original" => false,
+                        "max_column_size" => true,
+                        _ => {
+                            return Err(format!(
+                                "pack_pad_record={v:?} is not original or max_column_size"
+                            ))
+                        }
+                    }
+                }
+                "pack_field_ordering" => {
+                    big_to_small = match v.as_str() {
+                        "small_to_big_sep_var32" => false,
+                        "big_to_small_sep_var32" => true,
+                        _ => return Err(format!("pack_field_ordering={v:?} is not known")),
+                    }
+                }
+                _ if k.starts_with("pack_") || k.starts_with("opt_") => {
+                    return Err(format!("unrecognized global packing option {k:?}"))
+                }
+                _ => {}
+            }
+            attrs.push((k, v));
+        }
+        let name = name.ok_or("<ExtentType> has no name attribute")?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(format!("type name {name:?} must be 1 to 255 bytes"));
+        }
+
+        let mut fields: Vec<Field> = Vec::new();
+        let mut rel_names: Vec<(usize, String)> = Vec::new();
+        for child in root.children() {
+            if child.is_text() {
+                if child.text().unwrap_or("").trim().is_empty() {
+                    continue;
+                }
+                return Err("<ExtentType> holds text; its children must be <field>".into());
+            }
+            if !child.is_element() || child.tag_name().name() != "field" {
+                let what = if child.is_comment() {
+                    "comment".to_string()
+                } else if child.is_pi() {
+                    "processing instruction".to_string()
+                } else {
+                    format!("<{}>", child.tag_name().name())
+                };
+                return Err(format!("sub-element should be field, not {what}"));
+            }
+            let mut f = Field {
+                name: String::new(),
+                kind: Kind::Bool,
+                hidden: false,
+                null_field: None,
+                offset: 0,
+                mask: 0,
+                pack_unique: false,
+                pack_scale: None,
+                relative: None,
+                doublebase: None,
+                attrs: Vec::new(),
+            };
+            let mut fname = None;
+            let mut ftype = None;
+            let mut size = None;
+            let mut nullable = false;
+            let mut scale_warn = false;
+            let mut rel = None;
+            for a in child.attributes() {
+                let (k, v) = (a.name().to_string(), a.value().to_string());
+                if v.is_empty() {
+                    return Err(format!("attribute {k:?} of a <field> is empty"));
+                }
+                match k.as_str() {
+                    "name" => {
+                        fname = Some(v);
+                        continue;
+                    }
+                    "type" => ftype = Some(v.clone()),
+                    "size" => size = Some(v.clone()),
+                    "opt_nullable" => nullable = yes_no(&k, &v)?,
+                    "pack_unique" => f.pack_unique = yes_no(&k, &v)?,
+                    "pack_scale" => {
+                        let s: f64 =
+                            parse_num(&v).ok_or(format!("pack_scale={v:?} is not a number"))?;
+                        if s == 0.0 || !s.is_finite() {
+                            return Err(format!("pack_scale={v:?} must be a non-zero number"));
+                        }
+                        f.pack_scale = Some(s);
+                    }
+                    "pack_scale_warn" => {
+                        yes_no(&k, &v)?;
+                        scale_warn = true;
+                    }
+                    "pack_relative" => rel = Some(v.clone()),
+                    "opt_doublebase" => {
+                        f.doublebase = Some(
+                            parse_num(&v).ok_or(format!("opt_doublebase={v:?} is not a number"))?,
+                        )
+                    }
+                    _ if k.starts_with("pack_") || k.starts_with("opt_") => {
+                        return Err(format!("unrecognized local packing option {k:?}"))
+                    }
+                    _ => {}
+                }
+                f.attrs.push((k, v));
+            }
+            let fname = fname.ok_or("a <field> has no name attribute")?;
+            if fname.is_empty() || fname.len() > 255 || fname.starts_with(' ') {
+                return Err(format!(
+                    "field name {fname:?} must be 1 to 255 bytes and not start with a space"
+                ));
+            }
+            if fields.iter().any(|g| g.name == fname) {
+                return Err(format!("field name {fname:?} appears twice"));
+            }
+            let ftype = ftype.ok_or(format!("field {fname:?} has no type attribute"))?;
+            f.kind = match ftype.as_str() {
+                "bool" => Kind::Bool,
+                "byte" => Kind::Byte,
+                "int32" => Kind::Int32,
+                "int64" => Kind::Int64,
+                "double" => Kind::Double,
+                "variable32" => Kind::Variable32,
+                "fixedwidth" => {
+                    let s = size
+                        .as_deref()
+                        .ok_or(format!("fixedwidth field {fname:?} has no size"))?;
+                    let n: i32 = s
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("size={s:?} of field {fname:?} is not an integer"))?;
+                    if n <= 0 {
+                        return Err(format!("size={s:?} of field {fname:?} must be positive"));
+                    }
+                    Kind::FixedWidth(n as usize)
+                }
+                other => return Err(format!("field {fname:?} has unknown type {other:?}")),
+            };
+            if size.is_some() && !matches!(f.kind, Kind::FixedWidth(_)) {
+                return Err(format!(
+                    "size is allowed on fixedwidth fields only ({fname:?})"
+                ));
+            }
+            if f.pack_unique && f.kind != Kind::Variable32 {
+                return Err(format!(
+                    "pack_unique is allowed on variable32 only ({fname:?})"
+                ));
+            }
+            if (f.pack_scale.is_some() || f.doublebase.is_some()) && f.kind != Kind::Double {
+                return Err(format!(
+                    "pack_scale and opt_doublebase are allowed on double only ({fname:?})"
+                ));
+            }
+            if scale_warn && f.pack_scale.is_none() {
+                return Err(format!("pack_scale_warn without pack_scale ({fname:?})"));
+            }
+            f.name = fname.clone();
+            let idx = fields.len();
+            if let Some(r) = rel {
+                if !matches!(f.kind, Kind::Int32 | Kind::Int64 | Kind::Double) {
+                    return Err(format!(
+                        "pack_relative is allowed on int32, int64 and double only ({fname:?})"
+                    ));
+                }
+                if r == fname {
+                    if f.kind == Kind::Double && f.pack_scale.is_none() {
+                        return Err(format!("self-relative double {fname:?} needs pack_scale"));
+                    }
+                    f.relative = Some(Relative::SelfRel);
+                } else {
+                    rel_names.push((idx, r));
+                }
+            }
+            fields.push(f);
+            if nullable {
+                let hidden_idx = fields.len();
+                fields[idx].null_field = Some(hidden_idx);
+                fields.push(Field {
+                    name: format!(" {fname}"),
+                    kind: Kind::Bool,
+                    hidden: true,
+                    null_field: None,
+                    offset: 0,
+                    mask: 0,
+                    pack_unique: false,
+                    pack_scale: None,
+                    relative: None,
+                    doublebase: None,
+                    attrs: Vec::new(),
+                });
+            }
+        }
+        for (idx, base) in rel_names {
+            let b = fields[..idx]
+                .iter()
+                .position(|g| !g.hidden && g.name == base)
+                .ok_or(format!(
+                    "field {:?} is relative to {base:?}, which is not an earlier field",
+                    fields[idx].name
+                ))?;
+            if fields[b].kind != fields[idx].kind {
+                return Err(format!(
+                    "field {:?} is relative to {base:?}, a field of another type",
+                    fields[idx].name
+                ));
+            }
+            fields[idx].relative = Some(Relative::Other(b));
+        }
+        let visible = (0..fields.len()).filter(|&i| !fields[i].hidden).collect();
+        let mut t = ExtentType {
+            name,
+            xml: xml.to_string(),
+            attrs,
+            fields,
+            visible,
+            record_size: 0,
+            null_compact,
+            big_to_small,
+            pad_max,
+            bool_bytes: 0,
+            version,
+        };
+        t.layout();
+        if t.null_compact && !t.fields.iter().any(|f| f.kind == Kind::Bool) {
+            return Err("pack_null_compact needs at least one bool field".into());
+        }
+        Ok(t)
+    }
+
+    fn layout(&mut self) {
+        let n32 = self.fields.iter().filter(|f| f.kind == Kind::Int32).count();
+        let nv = self
+            .fields
+            .iter()
+            .filter(|f| f.kind == Kind::Variable32)
+            .count();
+        let n8 = self
+            .fields
+            .iter()
+            .filter(|f| matches!(f.kind, Kind::Int64 | Kind::Double))
+            .count();
+        let original = !self.pad_max;
+        let mut pos = 0usize;
+        let place_bools = |fields: &mut [Field], pos: &mut usize| {
+            let mut bit = 0u8;
+            let mut any = false;
+            for f in fields.iter_mut().filter(|f| f.kind == Kind::Bool) {
+                f.offset = *pos;
+                f.mask = 1 << bit;
+                any = true;
+                bit += 1;
+                if bit == 8 {
+                    bit = 0;
+                    *pos += 1;
+                }
+            }
+            if any && bit != 0 {
+                *pos += 1;
+            }
+        };
+        let place = |fields: &mut [Field], pos: &mut usize, pred: &dyn Fn(Kind) -> bool| {
+            for f in fields.iter_mut().filter(|f| pred(f.kind)) {
+                f.offset = *pos;
+                *pos += f.kind.width();
+            }
+        };
+        let small = |k: Kind| matches!(k, Kind::Byte | Kind::FixedWidth(_));
+        let i32k = |k: Kind| k == Kind::Int32;
+        let v32k = |k: Kind| k == Kind::Variable32;
+        let big = |k: Kind| matches!(k, Kind::Int64 | Kind::Double);
+        if !self.big_to_small {
+            place_bools(&mut self.fields, &mut pos);
+            place(&mut self.fields, &mut pos, &small);
+            if original || n32 > 0 || nv > 0 {
+                pos = pos.next_multiple_of(4);
+            }
+            place(&mut self.fields, &mut pos, &i32k);
+            place(&mut self.fields, &mut pos, &v32k);
+            if original || n8 > 0 {
+                pos = pos.next_multiple_of(8);
+            }
+            place(&mut self.fields, &mut pos, &big);
+        } else {
+            place(&mut self.fields, &mut pos, &big);
+            place(&mut self.fields, &mut pos, &i32k);
+            place(&mut self.fields, &mut pos, &v32k);
+            place(&mut self.fields, &mut pos, &small);
+            place_bools(&mut self.fields, &mut pos);
+            let align = if n8 > 0 || original {
+                8
+            } else if n32 + nv > 0 {
+                4
+            } else {
+                1
+            };
+            pos = pos.next_multiple_of(align);
+        }
+        self.record_size = pos;
+        self.bool_bytes = self
+            .fields
+            .iter()
+            .filter(|f| f.kind == Kind::Bool)
+            .map(|f| f.offset + 1)
+            .max()
+            .unwrap_or(0);
+    }
+}
+
+fn yes_no(k: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("{k}={v:?} is not yes or no")),
+    }
+}
+
+/// A number in C `strtod` syntax (the common subset: decimal and exponent forms).
+pub fn parse_num(v: &str) -> Option<f64> {
+    v.trim().parse::<f64>().ok()
+}
+
+fn parse_version(v: &str) -> Result<(i32, i32), String> {
+    let bad = || format!("version={v:?} is not MAJOR.MINOR");
+    let (a, b) = v.split_once('.').ok_or_else(bad)?;
+    if b.contains('.') {
+        return Err(bad());
+    }
+    Ok((
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_layouts() {
+        let x = ExtentType::xmltype();
+        assert_eq!(x.record_size, 8);
+        let i = ExtentType::index();
+        assert_eq!(i.record_size, 16);
+        assert_eq!(i.fields[1].offset, 0);
+        assert_eq!(i.fields[0].offset, 8);
+    }
+
+    #[test]
+    fn read_write_layout() {
+        let t = ExtentType::parse(
+            r#"<ExtentType name="rw"><field type="int64" name="request_id"/><field type="int64" name="reply_id"/><field type="variable32" name="filehandle"/><field type="bool" name="is_read"/><field type="int64" name="offset"/><field type="int32" name="bytes"/></ExtentType>"#,
+        )
+        .unwrap();
+        let off: Vec<usize> = t.fields.iter().map(|f| f.offset).collect();
+        assert_eq!(off, vec![16, 24, 8, 0, 32, 4]);
+        assert_eq!(t.record_size, 40);
+    }
+
+    #[test]
+    fn structure_errors() {
+        for bad in [
+            "<Foo name='x'/>",
+            "<ExtentType name='x'><!-- c --><field type='bool' name='a'/></ExtentType>",
+            "<ExtentType name='x'><field type='bool' name='a' pack_relative=''/></ExtentType>",
+            "<ExtentType name='x'><field type='float' name='a'/></ExtentType>",
+            "<ExtentType name='x' pack_foo='1'></ExtentType>",
+            "<ExtentType name='x'><field type='double' name='a' pack_relative='a'/></ExtentType>",
+            "<ExtentType name='x'><field type='int32' name='a' pack_relative='b'/><field type='int32' name='b'/></ExtentType>",
+            "<ExtentType name='x'",
+        ] {
+            assert!(ExtentType::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

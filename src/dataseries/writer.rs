@@ -1,0 +1,989 @@
+//! Arrow → DataSeries (spec §17, §20.4): ExtentType from the schema (or given XML), records packed
+//! as the reference packs them, extents compressed in parallel and written in order, then the
+//! index and trailer; the file appears at its path only when complete.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::compute::{cast, concat_batches};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt8Type};
+use arrow_array::{Array, ArrayRef, BinaryArray, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use rayon::prelude::*;
+
+use super::codec::{self, Mode};
+use super::file::{compact, partly_unpacked_hash, roundup_var, ByteOrder, HEADER_LEN};
+use super::types::{ExtentType, Kind, Relative, INDEX_NAME};
+use crate::atomic::AtomicFile;
+use crate::{BatchWriter, Error, ErrorClass, Result, WriteSummary};
+
+/// Options of the DataSeries [`Writer`].
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    type_name: Option<String>,
+    xml: Option<String>,
+    modes: Vec<Mode>,
+    level: u32,
+    extent_size: usize,
+    order: ByteOrder,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            type_name: None,
+            xml: None,
+            modes: vec![Mode::Zlib],
+            level: 6,
+            extent_size: 1 << 20,
+            order: ByteOrder::Little,
+        }
+    }
+}
+
+impl WriterOptions {
+    /// The type name (default: `dataseries.name` from the schema, else the file's stem).
+    pub fn with_type_name(mut self, name: impl Into<String>) -> Self {
+        self.type_name = Some(name.into());
+        self
+    }
+    /// A user-given ExtentType XML, stored verbatim.
+    pub fn with_extent_type_xml(mut self, xml: impl Into<String>) -> Self {
+        self.xml = Some(xml.into());
+        self
+    }
+    /// The enabled compression modes; several use the reference's smallest-wins rule.
+    pub fn with_modes(mut self, modes: impl IntoIterator<Item = Mode>) -> Self {
+        self.modes = modes.into_iter().collect();
+        self
+    }
+    /// Compression level 1..=9 (lzo, zlib and bz2 use it).
+    pub fn with_level(mut self, level: u32) -> Self {
+        self.level = level;
+        self
+    }
+    /// Target uncompressed bytes per extent (1 KiB ..= 256 MiB).
+    pub fn with_extent_size(mut self, bytes: usize) -> Self {
+        self.extent_size = bytes;
+        self
+    }
+    /// Byte order of the output (little-endian by default; big-endian exists for tests).
+    pub fn with_byte_order(mut self, order: ByteOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Options from a `--compression` value: `MODE[,MODE…][:LEVEL]` (see [`Self::parse_modes`]);
+    /// `None` gives the defaults (zlib level 6).
+    pub fn from_compression(spec: Option<&str>) -> Result<WriterOptions> {
+        let mut o = WriterOptions::default();
+        if let Some(spec) = spec {
+            let (modes, level) = match spec.rsplit_once(':') {
+                Some((m, l)) => (
+                    m,
+                    Some(
+                        l.trim()
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|l| (1..=9).contains(l))
+                            .ok_or_else(|| {
+                                Error::invalid_argument(format!(
+                                    "compression level {l:?} is not 1 to 9"
+                                ))
+                            })?,
+                    ),
+                ),
+                None => (spec, None),
+            };
+            o.modes = Self::parse_modes(modes)?;
+            if let Some(l) = level {
+                o.level = l;
+            } else if modes.trim() == "best" {
+                // The reference tools' default: every codec at level 9.
+                o.level = 9;
+            }
+        }
+        Ok(o)
+    }
+
+    /// Parses a `--compress` value: `none`, a mode name, a comma list, or `best`.
+    pub fn parse_modes(text: &str) -> Result<Vec<Mode>> {
+        let mut out = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            if part == "best" {
+                out.extend(Mode::ALL);
+                continue;
+            }
+            out.push(Mode::from_name(part).ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "unknown DataSeries compression {part:?}; use none, lzo, zlib, bz2, lzf, snappy, lz4, lz4hc or best"
+                ))
+            })?);
+        }
+        Ok(out)
+    }
+}
+
+/// The DataSeries kind an Arrow type is written as, and its `arrow_type` hint (§20.4).
+pub fn kind_for(dt: &DataType) -> Option<(Kind, Option<&'static str>)> {
+    Some(match dt {
+        DataType::Boolean => (Kind::Bool, None),
+        DataType::UInt8 => (Kind::Byte, None),
+        DataType::Int32 => (Kind::Int32, None),
+        DataType::Int64 | DataType::Timestamp(_, _) => (Kind::Int64, None),
+        DataType::Float64 => (Kind::Double, None),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => (Kind::Variable32, None),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            (Kind::Variable32, Some("utf8"))
+        }
+        DataType::FixedSizeBinary(n) if *n > 0 => (Kind::FixedWidth(*n as usize), None),
+        DataType::Int8 => (Kind::Int32, Some("int8")),
+        DataType::Int16 => (Kind::Int32, Some("int16")),
+        DataType::UInt16 => (Kind::Int32, Some("uint16")),
+        DataType::UInt32 => (Kind::Int64, Some("uint32")),
+        DataType::Float16 => (Kind::Double, Some("float16")),
+        DataType::Float32 => (Kind::Double, Some("float32")),
+        DataType::Dictionary(_, v) => match v.as_ref() {
+            DataType::Utf8 | DataType::LargeUtf8 => (Kind::Variable32, Some("utf8")),
+            DataType::Binary | DataType::LargeBinary => (Kind::Variable32, None),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+fn canonical(kind: Kind) -> DataType {
+    match kind {
+        Kind::Bool => DataType::Boolean,
+        Kind::Byte => DataType::UInt8,
+        Kind::Int32 => DataType::Int32,
+        Kind::Int64 => DataType::Int64,
+        Kind::Double => DataType::Float64,
+        Kind::Variable32 => DataType::Binary,
+        Kind::FixedWidth(n) => DataType::FixedSizeBinary(n as i32),
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Builds the ExtentType XML for a schema (§20.4, rule 3).
+pub fn generate_xml(schema: &Schema, name: &str) -> Result<String> {
+    let md = schema.metadata();
+    let mut root: Vec<(String, String)> = vec![
+        ("name".into(), name.to_string()),
+        (
+            "namespace".into(),
+            md.get("dataseries.namespace")
+                .cloned()
+                .unwrap_or_else(|| "arrowsmith".into()),
+        ),
+        (
+            "version".into(),
+            md.get("dataseries.version")
+                .cloned()
+                .unwrap_or_else(|| "1.0".into()),
+        ),
+    ];
+    let mut rest: Vec<(String, String)> = md
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("dataseries.")
+                .map(|k| (k.to_string(), v.clone()))
+        })
+        .filter(|(k, _)| !matches!(k.as_str(), "xml" | "name" | "namespace" | "version"))
+        .collect();
+    rest.sort();
+    root.extend(rest);
+    let mut xml = String::from("<ExtentType");
+    for (k, v) in &root {
+        xml.push_str(&format!(" {k}=\"{}\"", xml_escape(v)));
+    }
+    xml.push_str(">\n");
+    for (i, f) in schema.fields().iter().enumerate() {
+        let (kind, hint) = kind_for(f.data_type()).ok_or_else(|| {
+            Error::new(
+                ErrorClass::UnsupportedType,
+                format!(
+                    "DataSeries has no type for Arrow {}; cast the column to a supported type (e.g. Int64, Float64, Utf8)",
+                    f.data_type()
+                ),
+            )
+            .with_column(i, Some(f.name()))
+        })?;
+        let mut attrs: Vec<(String, String)> = f
+            .metadata()
+            .iter()
+            .filter_map(|(k, v)| {
+                k.strip_prefix("dataseries.")
+                    .map(|k| (k.to_string(), v.clone()))
+            })
+            .filter(|(k, _)| !matches!(k.as_str(), "type" | "name" | "opt_nullable" | "arrow_type"))
+            .collect();
+        if let Kind::FixedWidth(n) = kind {
+            attrs.retain(|(k, _)| k != "size");
+            attrs.push(("size".into(), n.to_string()));
+        }
+        if let DataType::Timestamp(u, _) = f.data_type() {
+            attrs.retain(|(k, _)| k != "units" && k != "epoch");
+            let units = match u {
+                TimeUnit::Second => "seconds",
+                TimeUnit::Millisecond => "milliseconds",
+                TimeUnit::Microsecond => "microseconds",
+                TimeUnit::Nanosecond => "nanoseconds",
+            };
+            attrs.push(("units".into(), units.into()));
+            attrs.push(("epoch".into(), "unix".into()));
+        }
+        if matches!(f.data_type(), DataType::Dictionary(_, _))
+            && !attrs.iter().any(|(k, _)| k == "pack_unique")
+        {
+            attrs.push(("pack_unique".into(), "yes".into()));
+        }
+        if let Some(h) = hint {
+            attrs.push(("arrow_type".into(), h.into()));
+        }
+        if f.is_nullable() {
+            attrs.push(("opt_nullable".into(), "yes".into()));
+        }
+        attrs.sort();
+        xml.push_str(&format!(
+            "  <field type=\"{}\" name=\"{}\"",
+            kind.name(),
+            xml_escape(f.name())
+        ));
+        for (k, v) in &attrs {
+            xml.push_str(&format!(" {k}=\"{}\"", xml_escape(v)));
+        }
+        xml.push_str(" />\n");
+    }
+    xml.push_str("</ExtentType>\n");
+    Ok(xml)
+}
+
+/// Checks that a type fits a schema: same visible names in order, kinds, nullability.
+fn type_matches(t: &ExtentType, schema: &Schema) -> std::result::Result<(), String> {
+    if t.visible.len() != schema.fields().len() {
+        return Err(format!(
+            "the type has {} fields, the data {} columns",
+            t.visible.len(),
+            schema.fields().len()
+        ));
+    }
+    for (&i, f) in t.visible.iter().zip(schema.fields()) {
+        let df = &t.fields[i];
+        if df.name != *f.name() {
+            return Err(format!(
+                "field {:?} of the type meets column {:?}",
+                df.name,
+                f.name()
+            ));
+        }
+        let kind = kind_for(f.data_type()).map(|k| k.0);
+        if kind != Some(df.kind) {
+            return Err(format!(
+                "field {:?} is {} but the column is Arrow {}",
+                df.name,
+                df.kind.name(),
+                f.data_type()
+            ));
+        }
+        if df.null_field.is_some() != f.is_nullable() {
+            return Err(format!(
+                "field {:?}: nullability differs from the column's",
+                df.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Chooses the ExtentType (§20.4): user XML, else the schema's `dataseries.xml` if it fits, else generated.
+pub fn resolve_type(schema: &Schema, options: &WriterOptions, stem: &str) -> Result<ExtentType> {
+    let bad = |m: String| Error::new(ErrorClass::BadMeta, m);
+    if let Some(xml) = &options.xml {
+        let t =
+            ExtentType::parse(xml).map_err(|m| bad(format!("the given ExtentType XML: {m}")))?;
+        type_matches(&t, schema).map_err(|m| {
+            Error::invalid_argument(format!("the given ExtentType does not fit the data: {m}"))
+        })?;
+        return Ok(t);
+    }
+    if let Some(xml) = schema.metadata().get("dataseries.xml") {
+        if let Ok(t) = ExtentType::parse(xml) {
+            let name_ok = options.type_name.as_ref().is_none_or(|n| *n == t.name);
+            if name_ok && type_matches(&t, schema).is_ok() {
+                return Ok(t);
+            }
+        }
+    }
+    let name = options
+        .type_name
+        .clone()
+        .or_else(|| schema.metadata().get("dataseries.name").cloned())
+        .unwrap_or_else(|| stem.to_string());
+    let xml = generate_xml(schema, &name)?;
+    let t = ExtentType::parse(&xml)
+        .map_err(|m| bad(format!("the generated ExtentType is invalid: {m}")))?;
+    Ok(t)
+}
+
+/// Validates the writer-side constraints of §17.2.
+fn check_writable(t: &ExtentType) -> Result<()> {
+    let bad = |m: &str| Error::new(ErrorClass::Unsupported, format!("type {:?}: {m}", t.name));
+    if t.null_compact && t.big_to_small {
+        return Err(bad(
+            "null compaction with big_to_small_sep_var32 ordering cannot be read by the reference",
+        ));
+    }
+    if t.null_compact
+        && t.fields
+            .iter()
+            .any(|f| matches!(f.kind, Kind::FixedWidth(_)))
+    {
+        return Err(bad(
+            "fixedwidth fields with null compaction cannot be read by the reference",
+        ));
+    }
+    Ok(())
+}
+
+/// One packed extent before compression.
+struct Packed {
+    rows: usize,
+    fixed: Vec<u8>,
+    var: Vec<u8>,
+}
+
+/// Packs the rows of `batch` (canonical column types, visible fields in order) (§10.1, §9).
+fn pack(t: &ExtentType, batch: &RecordBatch, order: ByteOrder) -> Result<Packed> {
+    let n = batch.num_rows();
+    let rs = t.record_size;
+    let mut fixed = vec![0u8; n * rs];
+    let col_of: HashMap<usize, &ArrayRef> =
+        t.visible.iter().copied().zip(batch.columns()).collect();
+    // Null bits and validity.
+    for (&fi, col) in &col_of {
+        let f = &t.fields[fi];
+        if col.null_count() > 0 {
+            let Some(nf) = f.null_field else {
+                return Err(Error::new(
+                    ErrorClass::BadValue,
+                    format!(
+                        "field {:?} is not nullable but the column holds nulls",
+                        f.name
+                    ),
+                ));
+            };
+            let (off, mask) = (t.fields[nf].offset, t.fields[nf].mask);
+            for r in 0..n {
+                if col.is_null(r) {
+                    fixed[r * rs + off] |= mask;
+                }
+            }
+        }
+    }
+    let is_null = |fi: usize, r: usize| col_of[&fi].is_null(r);
+    // Bools, bytes, fixedwidth.
+    for (&fi, col) in &col_of {
+        let f = &t.fields[fi];
+        match f.kind {
+            Kind::Bool => {
+                let a = col.as_boolean();
+                for r in 0..n {
+                    if a.value(r) && !a.is_null(r) {
+                        fixed[r * rs + f.offset] |= f.mask;
+                    }
+                }
+            }
+            Kind::Byte => {
+                let a = col.as_primitive::<UInt8Type>();
+                for r in 0..n {
+                    if !a.is_null(r) {
+                        fixed[r * rs + f.offset] = a.value(r);
+                    }
+                }
+            }
+            Kind::FixedWidth(w) => {
+                let a = col.as_fixed_size_binary();
+                for r in 0..n {
+                    if !a.is_null(r) {
+                        fixed[r * rs + f.offset..r * rs + f.offset + w].copy_from_slice(a.value(r));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Variable32, record by record, fields in XML order.
+    let vfields: Vec<(usize, &BinaryArray)> = t
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| f.kind == Kind::Variable32 && !f.hidden && col_of.contains_key(i))
+        .map(|(i, _)| (i, col_of[&i].as_binary::<i32>()))
+        .collect();
+    let mut var: Vec<u8> = vec![0; 4];
+    if !vfields.is_empty() {
+        let mut unique: HashMap<&[u8], i32> = HashMap::new();
+        for r in 0..n {
+            for &(fi, a) in &vfields {
+                let f = &t.fields[fi];
+                if a.is_null(r) {
+                    continue;
+                }
+                let v = a.value(r);
+                if v.is_empty() {
+                    continue;
+                }
+                let off = if f.pack_unique {
+                    if let Some(&o) = unique.get(v) {
+                        o
+                    } else {
+                        let o = append_var(&mut var, v, order)?;
+                        unique.insert(v, o);
+                        o
+                    }
+                } else {
+                    append_var(&mut var, v, order)?
+                };
+                fixed[r * rs + f.offset..r * rs + f.offset + 4]
+                    .copy_from_slice(&order.put_u32(off as u32));
+            }
+        }
+    }
+    // Numbers: originals (relative to opt_doublebase; nulls are 0), then the transforms.
+    let compact = t.null_compact;
+    let mut i32s: HashMap<usize, Vec<i32>> = HashMap::new();
+    let mut i64s: HashMap<usize, Vec<i64>> = HashMap::new();
+    let mut f64s: HashMap<usize, Vec<f64>> = HashMap::new();
+    for (&fi, col) in &col_of {
+        let f = &t.fields[fi];
+        match f.kind {
+            Kind::Int32 => {
+                let a = col.as_primitive::<Int32Type>();
+                i32s.insert(
+                    fi,
+                    (0..n)
+                        .map(|r| if a.is_null(r) { 0 } else { a.value(r) })
+                        .collect(),
+                );
+            }
+            Kind::Int64 => {
+                let a = col.as_primitive::<Int64Type>();
+                i64s.insert(
+                    fi,
+                    (0..n)
+                        .map(|r| if a.is_null(r) { 0 } else { a.value(r) })
+                        .collect(),
+                );
+            }
+            Kind::Double => {
+                let a = col.as_primitive::<Float64Type>();
+                let b = f.doublebase.unwrap_or(0.0);
+                f64s.insert(
+                    fi,
+                    (0..n)
+                        .map(|r| if a.is_null(r) { 0.0 } else { a.value(r) - b })
+                        .collect(),
+                );
+            }
+            _ => {}
+        }
+    }
+    let originals = (i32s.clone(), i64s.clone(), f64s.clone());
+    // Other-relative, reverse order, against the base's original value.
+    for (fi, f) in t.fields.iter().enumerate().rev() {
+        let Some(Relative::Other(b)) = f.relative else {
+            continue;
+        };
+        let skip = |r: usize| compact && is_null(fi, r);
+        match f.kind {
+            Kind::Int32 => {
+                let (v, bv) = (i32s.get_mut(&fi).expect("column"), &originals.0[&b]);
+                for r in 0..n {
+                    if !skip(r) {
+                        v[r] = v[r].wrapping_sub(bv[r]);
+                    }
+                }
+            }
+            Kind::Int64 => {
+                let (v, bv) = (i64s.get_mut(&fi).expect("column"), &originals.1[&b]);
+                for r in 0..n {
+                    if !skip(r) {
+                        v[r] = v[r].wrapping_sub(bv[r]);
+                    }
+                }
+            }
+            Kind::Double => {
+                let (v, bv) = (f64s.get_mut(&fi).expect("column"), &originals.2[&b]);
+                for r in 0..n {
+                    if !skip(r) {
+                        v[r] -= bv[r];
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Self-relative, against the previous record's original value.
+    for (fi, f) in t.fields.iter().enumerate() {
+        if f.relative != Some(Relative::SelfRel) {
+            continue;
+        }
+        let skip = |r: usize| compact && is_null(fi, r);
+        match f.kind {
+            Kind::Int32 => {
+                let v = i32s.get_mut(&fi).expect("column");
+                let mut prev = 0i32;
+                for (r, x) in v.iter_mut().enumerate() {
+                    if skip(r) {
+                        continue;
+                    }
+                    let orig = *x;
+                    *x = orig.wrapping_sub(prev);
+                    prev = orig;
+                }
+            }
+            Kind::Int64 => {
+                let v = i64s.get_mut(&fi).expect("column");
+                let mut prev = 0i64;
+                for (r, x) in v.iter_mut().enumerate() {
+                    if skip(r) {
+                        continue;
+                    }
+                    let orig = *x;
+                    *x = orig.wrapping_sub(prev);
+                    prev = orig;
+                }
+            }
+            Kind::Double => {
+                let v = f64s.get_mut(&fi).expect("column");
+                let mut prev = 0f64;
+                for (r, x) in v.iter_mut().enumerate() {
+                    if skip(r) {
+                        continue;
+                    }
+                    let orig = *x;
+                    *x = orig - prev;
+                    prev = orig;
+                }
+            }
+            _ => {}
+        }
+    }
+    // pack_scale.
+    for (fi, f) in t.fields.iter().enumerate() {
+        if let (Some(s), Some(v)) = (f.pack_scale, f64s.get_mut(&fi)) {
+            let inv = 1.0 / s;
+            v.iter_mut().for_each(|x| *x = (*x * inv).round());
+        }
+    }
+    for (fi, v) in &i32s {
+        let off = t.fields[*fi].offset;
+        for (r, x) in v.iter().enumerate() {
+            fixed[r * rs + off..r * rs + off + 4].copy_from_slice(&order.put_u32(*x as u32));
+        }
+    }
+    for (fi, v) in &i64s {
+        let off = t.fields[*fi].offset;
+        for (r, x) in v.iter().enumerate() {
+            fixed[r * rs + off..r * rs + off + 8].copy_from_slice(&order.put_u64(*x as u64));
+        }
+    }
+    for (fi, v) in &f64s {
+        let off = t.fields[*fi].offset;
+        for (r, x) in v.iter().enumerate() {
+            fixed[r * rs + off..r * rs + off + 8].copy_from_slice(&order.put_u64(x.to_bits()));
+        }
+    }
+    Ok(Packed {
+        rows: n,
+        fixed,
+        var,
+    })
+}
+
+fn append_var(var: &mut Vec<u8>, v: &[u8], order: ByteOrder) -> Result<i32> {
+    let off = var.len();
+    let len = i32::try_from(v.len()).map_err(|_| {
+        Error::new(
+            ErrorClass::ValueOutOfRange,
+            "a variable32 value is 2 GiB or longer",
+        )
+    })?;
+    var.extend_from_slice(&order.put_u32(len as u32));
+    var.extend_from_slice(v);
+    var.resize(off + 4 + roundup_var(v.len()), 0);
+    i32::try_from(off).map_err(|_| {
+        Error::new(
+            ErrorClass::ValueOutOfRange,
+            "an extent's variable data exceeds 2 GiB; lower the extent size",
+        )
+    })
+}
+
+/// Compresses and assembles one extent (§3, §12, §13.2); returns its bytes and `hash ^ adler`.
+fn assemble(
+    t: &ExtentType,
+    p: &Packed,
+    order: ByteOrder,
+    modes: &[Mode],
+    level: u32,
+) -> Result<(Vec<u8>, u32)> {
+    let hash = partly_unpacked_hash(order, &p.fixed, &p.var, false)
+        .map_err(|m| Error::new(ErrorClass::BadValue, m))?;
+    let compacted;
+    let fixed_src: &[u8] = if t.null_compact {
+        compacted = compact(t, &p.fixed, p.rows);
+        &compacted
+    } else {
+        &p.fixed
+    };
+    let var_src = &p.var[4..];
+    let (fm, fbytes) = codec::compress_best(modes, fixed_src, level);
+    let (vm, vbytes) = codec::compress_best(modes, var_src, level);
+    let fdata: &[u8] = fbytes.as_deref().unwrap_or(fixed_src);
+    let vdata: &[u8] = vbytes.as_deref().unwrap_or(var_src);
+    for (what, d) in [("fixed", fdata), ("variable", vdata)] {
+        if d.len() as i64 >= super::file::MAX_PART {
+            return Err(Error::new(
+                ErrorClass::ValueOutOfRange,
+                format!("an extent's {what} part is 512 MiB or more; lower the extent size"),
+            ));
+        }
+    }
+    let name = t.name.as_bytes();
+    let h = (28 + name.len()).next_multiple_of(4);
+    let total = h + fdata.len().next_multiple_of(4) + vdata.len().next_multiple_of(4);
+    let mut e = Vec::with_capacity(total);
+    e.extend_from_slice(&order.put_u32(fdata.len() as u32));
+    e.extend_from_slice(&order.put_u32(vdata.len() as u32));
+    e.extend_from_slice(&order.put_u32(p.rows as u32));
+    e.extend_from_slice(&order.put_u32(p.var.len() as u32));
+    e.extend_from_slice(&[0; 4]);
+    e.extend_from_slice(&order.put_u32(hash));
+    e.push(if fdata.is_empty() { 0 } else { fm.id() });
+    e.push(if vdata.is_empty() { 0 } else { vm.id() });
+    e.push(name.len() as u8);
+    e.push(0);
+    e.extend_from_slice(name);
+    e.resize(h, 0);
+    e.extend_from_slice(fdata);
+    e.resize(h + fdata.len().next_multiple_of(4), 0);
+    e.extend_from_slice(vdata);
+    e.resize(total, 0);
+    let adler = codec::extent_adler32(&e);
+    e[16..20].copy_from_slice(&order.put_u32(adler));
+    Ok((e, hash ^ adler))
+}
+
+fn header_bytes(order: ByteOrder) -> [u8; 40] {
+    let mut h = [0u8; 40];
+    h[..4].copy_from_slice(b"DSv1");
+    h[4..8].copy_from_slice(&order.put_u32(0x1234_5678));
+    h[8..16].copy_from_slice(&order.put_u64(0x1234_5678_9ABC_DEF0));
+    h[16..24].copy_from_slice(&order.put_u64(std::f64::consts::PI.to_bits()));
+    h[24..32].copy_from_slice(&order.put_u64(f64::INFINITY.to_bits()));
+    h[32..40].copy_from_slice(&order.put_u64(0x7ff8_0000_0000_0000));
+    h
+}
+
+/// Writes record batches into a new DataSeries file.
+pub struct Writer {
+    file: Option<AtomicFile>,
+    t: Arc<ExtentType>,
+    canon_schema: SchemaRef,
+    options: WriterOptions,
+    /// Rows of the extent being filled.
+    current: Vec<RecordBatch>,
+    current_rows: usize,
+    current_var: usize,
+    /// Extents filled and not yet compressed.
+    queue: Vec<RecordBatch>,
+    offset: u64,
+    index: Vec<(u64, String)>,
+    chain: u32,
+    rows: u64,
+    warnings: Vec<String>,
+}
+
+impl Writer {
+    pub fn try_new(
+        path: impl AsRef<Path>,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let path = path.as_ref();
+        let e = |e: Error| e.with_file(path);
+        if !(1024..=256 << 20).contains(&options.extent_size) {
+            return Err(e(Error::invalid_argument(format!(
+                "extent size {} is outside 1 KiB ..= 256 MiB",
+                options.extent_size
+            ))));
+        }
+        if !(1..=9).contains(&options.level) {
+            return Err(e(Error::invalid_argument(format!(
+                "compression level {} is outside 1..=9",
+                options.level
+            ))));
+        }
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "data".into());
+        let t = resolve_type(&schema, &options, &stem).map_err(e)?;
+        check_writable(&t).map_err(e)?;
+        let mut warnings = Vec::new();
+        for (i, f) in schema.fields().iter().enumerate() {
+            if let DataType::Timestamp(_, Some(tz)) = f.data_type() {
+                if tz.as_ref() != "UTC" && tz.as_ref() != "+00:00" {
+                    warnings.push(format!(
+                        "column {i} {:?}: time zone {tz:?} is not kept (the instants are)",
+                        f.name()
+                    ));
+                }
+            }
+        }
+        let canon_schema = Arc::new(Schema::new(
+            t.visible
+                .iter()
+                .map(|&i| Field::new(&t.fields[i].name, canonical(t.fields[i].kind), true))
+                .collect::<Vec<_>>(),
+        ));
+        let mut file = AtomicFile::create(path).map_err(e)?;
+        let order = options.order;
+        let mut w = Writer {
+            file: None,
+            t: Arc::new(t),
+            canon_schema,
+            options,
+            current: Vec::new(),
+            current_rows: 0,
+            current_var: 4,
+            queue: Vec::new(),
+            offset: 0,
+            index: Vec::new(),
+            chain: 0,
+            rows: 0,
+            warnings,
+        };
+        let out = file.file_mut().map_err(|x| e(x.into()))?;
+        out.write_all(&header_bytes(order))
+            .map_err(|x| e(x.into()))?;
+        w.offset = HEADER_LEN as u64;
+        w.file = Some(file);
+        // The XmlType extent: one record holding our type's XML.
+        let xml_batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new(
+                "xmltype",
+                DataType::Binary,
+                false,
+            )])),
+            vec![Arc::new(BinaryArray::from(vec![w.t.xml.as_bytes()]))],
+        )?;
+        let xt = ExtentType::xmltype();
+        let packed = pack(&xt, &xml_batch, order).map_err(e)?;
+        let (bytes, x) =
+            assemble(&xt, &packed, order, &w.options.modes, w.options.level).map_err(e)?;
+        w.emit(&xt.name, bytes, x).map_err(e)?;
+        Ok(w)
+    }
+
+    fn path(&self) -> &Path {
+        self.file.as_ref().expect("open").target()
+    }
+
+    fn emit(&mut self, name: &str, bytes: Vec<u8>, x: u32) -> Result<()> {
+        let f = self.file.as_mut().expect("open").file_mut()?;
+        f.write_all(&bytes)?;
+        self.index.push((self.offset, name.to_string()));
+        let (mut a, mut b, mut c) = (x, self.chain, 1972u32);
+        codec::mix(&mut a, &mut b, &mut c);
+        self.chain = c;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Converts a batch to the canonical column types of the type's fields.
+    fn canonicalize(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let cols = batch
+            .columns()
+            .iter()
+            .zip(self.canon_schema.fields())
+            .map(|(c, f)| {
+                let mut c = c.clone();
+                if let DataType::Dictionary(_, v) = c.data_type() {
+                    c = cast(&c, v)?;
+                }
+                if c.data_type() != f.data_type() {
+                    c = cast(&c, f.data_type())?;
+                }
+                Ok(c)
+            })
+            .collect::<std::result::Result<Vec<_>, arrow_schema::ArrowError>>()?;
+        Ok(RecordBatch::try_new(self.canon_schema.clone(), cols)?)
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let path = self.path().to_path_buf();
+        self.write_inner(batch).map_err(|e| e.with_file(&path))
+    }
+
+    fn write_inner(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_columns() != self.canon_schema.fields().len() {
+            return Err(Error::invalid_argument(format!(
+                "the batch has {} columns, the writer's schema {}",
+                batch.num_columns(),
+                self.canon_schema.fields().len()
+            )));
+        }
+        let batch = self.canonicalize(batch)?;
+        let t = self.t.clone();
+        let rs = t.record_size;
+        let target = self.options.extent_size;
+        let vcols: Vec<&BinaryArray> = t
+            .visible
+            .iter()
+            .zip(batch.columns())
+            .filter(|(&i, _)| t.fields[i].kind == Kind::Variable32)
+            .map(|(_, c)| c.as_binary::<i32>())
+            .collect();
+        let mut start = 0;
+        for r in 0..batch.num_rows() {
+            // The reference's rule (§14): before a record is added, the extent is closed if its
+            // fixed bytes + variable bytes as appended (no deduplication, 4 leading zeros) + one
+            // more record exceed the target. The new record's own strings are not counted.
+            if self.current_rows > 0 && self.current_rows * rs + self.current_var + rs > target {
+                if r > start {
+                    self.current.push(batch.slice(start, r - start));
+                }
+                start = r;
+                self.close_extent()?;
+            }
+            for a in &vcols {
+                if !a.is_null(r) && a.value_length(r) > 0 {
+                    self.current_var += 4 + roundup_var(a.value_length(r) as usize);
+                }
+            }
+            self.current_rows += 1;
+        }
+        if batch.num_rows() > start {
+            self.current
+                .push(batch.slice(start, batch.num_rows() - start));
+        }
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    fn close_extent(&mut self) -> Result<()> {
+        if self.current_rows == 0 {
+            return Ok(());
+        }
+        let b = concat_batches(&self.canon_schema, &self.current)?;
+        self.current.clear();
+        self.current_rows = 0;
+        self.current_var = 4;
+        self.queue.push(b);
+        if self.queue.len() >= (rayon::current_num_threads() * 2).max(2) {
+            self.flush_queue()?;
+        }
+        Ok(())
+    }
+
+    fn flush_queue(&mut self) -> Result<()> {
+        let t = self.t.clone();
+        let order = self.options.order;
+        let (modes, level) = (self.options.modes.clone(), self.options.level);
+        let queue = std::mem::take(&mut self.queue);
+        let done: Vec<Result<(Vec<u8>, u32)>> = queue
+            .par_iter()
+            .map(|b| {
+                let p = pack(&t, b, order)?;
+                assemble(&t, &p, order, &modes, level)
+            })
+            .collect();
+        for d in done {
+            let (bytes, x) = d?;
+            self.emit(&t.name, bytes, x)?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<WriteSummary> {
+        let path = self.path().to_path_buf();
+        self.finish_inner().map_err(|e| e.with_file(&path))
+    }
+
+    fn finish_inner(&mut self) -> Result<WriteSummary> {
+        self.close_extent()?;
+        self.flush_queue()?;
+        let order = self.options.order;
+        // The index lists every extent, itself last.
+        let index_offset = self.offset;
+        let mut offs: Vec<i64> = self.index.iter().map(|(o, _)| *o as i64).collect();
+        let mut names: Vec<Vec<u8>> = self
+            .index
+            .iter()
+            .map(|(_, n)| n.as_bytes().to_vec())
+            .collect();
+        offs.push(index_offset as i64);
+        names.push(INDEX_NAME.as_bytes().to_vec());
+        let it = ExtentType::index();
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("offset", DataType::Int64, false),
+                Field::new("extenttype", DataType::Binary, false),
+            ])),
+            vec![
+                Arc::new(Int64Array::from(offs)),
+                Arc::new(BinaryArray::from(
+                    names.iter().map(|v| v.as_slice()).collect::<Vec<_>>(),
+                )),
+            ],
+        )?;
+        let p = pack(&it, &batch, order)?;
+        let (bytes, x) = assemble(&it, &p, order, &self.options.modes, self.options.level)?;
+        let plen = bytes.len();
+        self.emit(INDEX_NAME, bytes, x)?;
+        let mut tr = Vec::with_capacity(28);
+        tr.extend_from_slice(&[0xff; 4]);
+        tr.extend_from_slice(&order.put_u32(plen as u32));
+        tr.extend_from_slice(&order.put_u32(!(plen as u32)));
+        tr.extend_from_slice(&order.put_u32(self.chain));
+        tr.extend_from_slice(&order.put_u64(index_offset));
+        let h = codec::lookup2(&tr, 1776);
+        tr.extend_from_slice(&order.put_u32(h));
+        let mut file = self.file.take().expect("open");
+        file.file_mut()?.write_all(&tr)?;
+        file.commit()?;
+        Ok(WriteSummary {
+            rows: self.rows,
+            warnings: std::mem::take(&mut self.warnings),
+        })
+    }
+}
+
+impl BatchWriter for Writer {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Writer::write(self, batch)
+    }
+    fn finish(self: Box<Self>) -> Result<WriteSummary> {
+        Writer::finish(*self)
+    }
+}

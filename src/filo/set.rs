@@ -1,0 +1,542 @@
+//! The Filo set container (specs/filo.md section 14): `NAME.filo/schema.json` plus one Filo
+//! vector file per column per chunk, read and written as Arrow record batches.
+//!
+//! Reading goes chunk by chunk and only opens the selected columns' files, decoding them in
+//! parallel; writing buffers one chunk of rows at most, encodes its columns in parallel, and
+//! renames the finished directory into place.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::decode::{decode_rows, MAX_EMPTY_LEN};
+use super::encode::{encode, EncodeOptions, Hint};
+use super::mapping::{set_field, FiloType};
+use crate::atomic::AtomicDir;
+use crate::error::{Error, ErrorClass, Result};
+use crate::{BatchWriter, Projection, WriteSummary};
+
+/// The `format` value of a Filo set's `schema.json`.
+pub const SET_FORMAT: &str = "arrowsmith-filo-set";
+/// The default rows per chunk.
+pub const DEFAULT_CHUNK_SIZE: usize = 65_536;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SchemaJson {
+    format: serde_json::Value,
+    version: serde_json::Value,
+    columns: Vec<ColumnJson>,
+    chunks: Vec<ChunkJson>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ColumnJson {
+    name: String,
+    filo_type: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ChunkJson {
+    rows: u64,
+}
+
+/// A column of a Filo set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetColumn {
+    pub name: String,
+    pub filo_type: FiloType,
+}
+
+/// What `schema.json` says, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetInfo {
+    pub columns: Vec<SetColumn>,
+    /// Rows of each chunk, in row order.
+    pub chunks: Vec<usize>,
+}
+
+impl SetInfo {
+    /// Reads and checks `DIR/schema.json`.
+    pub fn open(dir: &Path) -> Result<SetInfo> {
+        let path = dir.join("schema.json");
+        let text = std::fs::read(&path).map_err(|e| Error::from(e).with_file(&path))?;
+        let bad = |field: &str, message: String| {
+            Error::new(ErrorClass::BadMeta, message)
+                .with_file(&path)
+                .with_field(field.to_string())
+        };
+        let raw: SchemaJson = serde_json::from_slice(&text)
+            .map_err(|e| bad("schema.json", format!("not a Filo set schema: {e}")))?;
+        if raw.format != SET_FORMAT {
+            return Err(bad(
+                "format",
+                format!("expected \"{SET_FORMAT}\", found {}", raw.format),
+            ));
+        }
+        if raw.version != 1 {
+            return Err(bad("version", format!("expected 1, found {}", raw.version)));
+        }
+        if raw.columns.is_empty() {
+            return Err(bad("columns", "a Filo set has at least one column".into()));
+        }
+        let mut seen = HashSet::new();
+        let mut columns = Vec::with_capacity(raw.columns.len());
+        for (i, c) in raw.columns.iter().enumerate() {
+            let field = format!("columns[{i}]");
+            if c.name.is_empty() {
+                return Err(bad(&field, "the column name is empty".into()));
+            }
+            if !seen.insert(c.name.as_str()) {
+                return Err(bad(
+                    &field,
+                    format!("column name {:?} appears twice", c.name),
+                ));
+            }
+            let filo_type = FiloType::SET_TYPES
+                .into_iter()
+                .find(|t| t.name() == c.filo_type)
+                .ok_or_else(|| {
+                    bad(
+                        &field,
+                        format!(
+                            "unknown filo_type {:?}: expected Int, Long, Double, Float, Boolean, \
+                             String, Timestamp or DateTime",
+                            c.filo_type
+                        ),
+                    )
+                })?;
+            columns.push(SetColumn {
+                name: c.name.clone(),
+                filo_type,
+            });
+        }
+        let mut chunks = Vec::with_capacity(raw.chunks.len());
+        for (i, c) in raw.chunks.iter().enumerate() {
+            if c.rows == 0 || c.rows > MAX_EMPTY_LEN as u64 {
+                return Err(bad(
+                    &format!("chunks[{i}].rows"),
+                    format!("{} is outside 1 … {MAX_EMPTY_LEN}", c.rows),
+                ));
+            }
+            chunks.push(c.rows as usize);
+        }
+        Ok(SetInfo { columns, chunks })
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.chunks.iter().map(|&r| r as u64).sum()
+    }
+
+    /// The Arrow schema: names in order, types from the mapping, all nullable.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.columns
+                .iter()
+                .map(|c| set_field(&c.name, c.filo_type))
+                .collect::<Vec<_>>(),
+        ))
+    }
+}
+
+/// The directory of chunk `index`.
+pub fn chunk_dir(set: &Path, index: usize) -> PathBuf {
+    set.join(format!("chunk-{index:05}"))
+}
+
+/// The file of column `column` in chunk `index`.
+pub fn column_file(set: &Path, index: usize, column: usize) -> PathBuf {
+    chunk_dir(set, index).join(format!("{column}.bin"))
+}
+
+/// Reads one column chunk; a missing file is an all-NA chunk.
+pub fn read_column_chunk(
+    set: &Path,
+    chunk: usize,
+    column: usize,
+    column_info: &SetColumn,
+    rows: usize,
+) -> Result<ArrayRef> {
+    let path = column_file(set, chunk, column);
+    let data_type = column_info.filo_type.arrow_type();
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(new_null_array(&data_type, rows))
+        }
+        Err(e) => return Err(Error::from(e).with_file(&path)),
+    };
+    let located = |e: Error| {
+        e.with_file(&path)
+            .with_column(column, Some(&column_info.name))
+    };
+    // SAFETY: the map is only read while `map` lives, and the decoder copies what it keeps; a
+    // file changed underneath gives wrong values or a decode error, as with any read.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| located(e.into()))?;
+    decode_rows(&map, &data_type, rows).map_err(located)
+}
+
+/// Configures and opens a [`Reader`] of a Filo set.
+#[derive(Debug, Clone)]
+pub struct ReaderBuilder {
+    batch_size: Option<usize>,
+    projection: Option<Projection>,
+    limit: Option<usize>,
+}
+
+impl Default for ReaderBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReaderBuilder {
+    pub fn new() -> Self {
+        ReaderBuilder {
+            batch_size: None,
+            projection: None,
+            limit: None,
+        }
+    }
+
+    /// Splits chunks into batches of at most this many rows (default: one batch per chunk).
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = Some(batch_size.max(1));
+        self
+    }
+
+    /// Reads only these columns (by index or name), in this order; only their files are opened.
+    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
+        self.projection = Some(projection.into());
+        self
+    }
+
+    /// Reads at most this many rows.
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
+        let dir = path.as_ref().to_path_buf();
+        let info = SetInfo::open(&dir)?;
+        let columns = match &self.projection {
+            None => (0..info.columns.len()).collect(),
+            Some(p) => p
+                .resolve(info.columns.iter().map(|c| c.name.as_str()))
+                .map_err(|e| e.with_file(&dir))?,
+        };
+        let full = info.schema();
+        let schema = Arc::new(full.project(&columns)?);
+        Ok(Reader {
+            dir,
+            info,
+            columns,
+            schema,
+            batch_size: self.batch_size,
+            remaining: self.limit.map_or(u64::MAX, |l| l as u64),
+            next_chunk: 0,
+            current: None,
+        })
+    }
+}
+
+/// Reads a Filo set as record batches: one per chunk, or `batch_size` rows at a time.
+pub struct Reader {
+    dir: PathBuf,
+    info: SetInfo,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+    batch_size: Option<usize>,
+    remaining: u64,
+    next_chunk: usize,
+    /// The chunk being handed out and how far.
+    current: Option<(RecordBatch, usize)>,
+}
+
+impl Reader {
+    pub fn info(&self) -> &SetInfo {
+        &self.info
+    }
+
+    fn read_chunk(&self, index: usize) -> Result<RecordBatch> {
+        let rows = self.info.chunks[index];
+        let arrays = self
+            .columns
+            .par_iter()
+            .map(|&c| read_column_chunk(&self.dir, index, c, &self.info.columns[c], rows))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &options,
+        )?)
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.remaining == 0 {
+                return Ok(None);
+            }
+            if let Some((batch, at)) = &mut self.current {
+                if *at < batch.num_rows() {
+                    let step = self.batch_size.unwrap_or(batch.num_rows());
+                    let n = step
+                        .min(batch.num_rows() - *at)
+                        .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+                    let out = batch.slice(*at, n);
+                    *at += n;
+                    self.remaining -= n as u64;
+                    return Ok(Some(out));
+                }
+            }
+            if self.next_chunk >= self.info.chunks.len() {
+                return Ok(None);
+            }
+            let batch = self.read_chunk(self.next_chunk)?;
+            self.next_chunk += 1;
+            self.current = Some((batch, 0));
+        }
+    }
+}
+
+impl Iterator for Reader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_batch() {
+            Ok(b) => b.map(Ok),
+            Err(e) => {
+                self.remaining = 0;
+                Some(Err(e.with_file(&self.dir).into()))
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for Reader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// Options of the Filo set [`Writer`].
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    chunk_size: usize,
+    hint: Hint,
+    column_hints: HashMap<String, Hint>,
+    column_types: HashMap<String, FiloType>,
+    overwrite: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            hint: Hint::AutoDetect,
+            column_hints: HashMap::new(),
+            column_types: HashMap::new(),
+            overwrite: false,
+        }
+    }
+}
+
+impl WriterOptions {
+    /// Rows per chunk, 1 … 16,777,215 (default 65,536).
+    pub fn with_chunk_size(mut self, rows: usize) -> Self {
+        self.chunk_size = rows;
+        self
+    }
+    /// The encoding hint of every column without its own.
+    pub fn with_hint(mut self, hint: Hint) -> Self {
+        self.hint = hint;
+        self
+    }
+    pub fn with_column_hint(mut self, column: impl Into<String>, hint: Hint) -> Self {
+        self.column_hints.insert(column.into(), hint);
+        self
+    }
+    /// Stores a column as this Filo type instead of its natural one (for example a
+    /// fixed-offset Timestamp as DateTime).
+    pub fn with_column_type(mut self, column: impl Into<String>, filo_type: FiloType) -> Self {
+        self.column_types.insert(column.into(), filo_type);
+        self
+    }
+    /// Replaces an existing set at the target (default: refuse).
+    pub fn with_overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+}
+
+/// Writes record batches into a new Filo set directory.
+pub struct Writer {
+    out: AtomicDir,
+    schema: SchemaRef,
+    columns: Vec<(SetColumn, Hint)>,
+    options: WriterOptions,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    chunks: Vec<usize>,
+    rows: u64,
+}
+
+impl Writer {
+    pub fn try_new(
+        path: impl AsRef<Path>,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let path = path.as_ref();
+        if options.chunk_size == 0 || options.chunk_size > MAX_EMPTY_LEN {
+            return Err(Error::invalid_argument(format!(
+                "Filo chunk size {} is outside 1 … {MAX_EMPTY_LEN}",
+                options.chunk_size
+            )));
+        }
+        if schema.fields().is_empty() {
+            return Err(
+                Error::invalid_argument("a Filo set needs at least one column").with_file(path),
+            );
+        }
+        if path.exists() && !options.overwrite {
+            return Err(Error::invalid_argument(
+                "the output already exists; ask for it to be overwritten",
+            )
+            .with_file(path));
+        }
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        for (i, f) in schema.fields().iter().enumerate() {
+            let located = |e: Error| e.with_column(i, Some(f.name())).with_file(path);
+            let filo_type = match options.column_types.get(f.name()) {
+                Some(t) => *t,
+                None => FiloType::for_write(f.data_type()).map_err(located)?,
+            };
+            if filo_type == FiloType::Binary {
+                return Err(located(Error::new(
+                    ErrorClass::UnsupportedType,
+                    "binary columns cannot go in a Filo set (filo has no binary vector)",
+                )));
+            }
+            let hint = options
+                .column_hints
+                .get(f.name())
+                .copied()
+                .unwrap_or(options.hint);
+            columns.push((
+                SetColumn {
+                    name: f.name().clone(),
+                    filo_type,
+                },
+                hint,
+            ));
+        }
+        let out = AtomicDir::create(path)?;
+        Ok(Writer {
+            out,
+            schema,
+            columns,
+            options,
+            pending: Vec::new(),
+            pending_rows: 0,
+            chunks: Vec::new(),
+            rows: 0,
+        })
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.schema().fields().len() != self.schema.fields().len() {
+            return Err(Error::invalid_argument(format!(
+                "the batch has {} columns, the set {}",
+                batch.num_columns(),
+                self.schema.fields().len()
+            )));
+        }
+        let mut batch = batch.clone();
+        while batch.num_rows() > 0 {
+            let room = self.options.chunk_size - self.pending_rows;
+            let take = room.min(batch.num_rows());
+            self.pending.push(batch.slice(0, take));
+            self.pending_rows += take;
+            batch = batch.slice(take, batch.num_rows() - take);
+            if self.pending_rows == self.options.chunk_size {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending_rows == 0 {
+            return Ok(());
+        }
+        let rows = self.pending_rows;
+        let index = self.chunks.len();
+        let dir = chunk_dir(self.out.path(), index);
+        std::fs::create_dir(&dir).map_err(|e| Error::from(e).with_file(&dir))?;
+        let pending = std::mem::take(&mut self.pending);
+        let columns = &self.columns;
+        (0..columns.len()).into_par_iter().try_for_each(|c| {
+            let parts: Vec<&dyn arrow_array::Array> =
+                pending.iter().map(|b| b.column(c).as_ref()).collect();
+            let (column, hint) = &columns[c];
+            let located = |e: Error| e.with_column(c, Some(&column.name));
+            let array = arrow::compute::concat(&parts).map_err(|e| located(e.into()))?;
+            let options = EncodeOptions::default().with_hint(*hint);
+            let bytes = encode(array.as_ref(), column.filo_type, &options)
+                .map_err(|e| located(e.at_row(self.rows)))?;
+            let file = dir.join(format!("{c}.bin"));
+            std::fs::write(&file, bytes).map_err(|e| located(Error::from(e).with_file(&file)))
+        })?;
+        self.chunks.push(rows);
+        self.rows += rows as u64;
+        self.pending_rows = 0;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<WriteSummary> {
+        self.flush()?;
+        let json = SchemaJson {
+            format: SET_FORMAT.into(),
+            version: 1.into(),
+            columns: self
+                .columns
+                .iter()
+                .map(|(c, _)| ColumnJson {
+                    name: c.name.clone(),
+                    filo_type: c.filo_type.name().to_string(),
+                })
+                .collect(),
+            chunks: self
+                .chunks
+                .iter()
+                .map(|&r| ChunkJson { rows: r as u64 })
+                .collect(),
+        };
+        let path = self.out.path().join("schema.json");
+        let mut text = serde_json::to_vec_pretty(&json)
+            .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
+        text.push(b'\n');
+        std::fs::write(&path, text).map_err(|e| Error::from(e).with_file(&path))?;
+        self.out.commit(self.options.overwrite)?;
+        Ok(WriteSummary {
+            rows: self.rows,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+impl BatchWriter for Writer {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Writer::write(self, batch)
+    }
+    fn finish(self: Box<Self>) -> Result<WriteSummary> {
+        Writer::finish(*self)
+    }
+}

@@ -1,0 +1,969 @@
+//! The bytes of a VS file: varints, block framing, the meta block, point entries, vector
+//! decompression and the MessagePack ⇄ JSON conversions (spec §1–§9).
+//!
+//! Everything here works on byte slices bounded by the file and checks every size read from
+//! the file against the bytes that are actually there before allocating or reading.
+
+use std::borrow::Cow;
+use std::io::Read;
+
+use rmpv::ValueRef;
+
+use super::mapping::{Compression, Resolution};
+use crate::error::{Error, ErrorClass, Result};
+
+pub const SIGNATURE: &[u8; 2] = b"VS";
+pub const META: u8 = b'^';
+pub const POINT: u8 = b'P';
+pub const BLANK: u8 = b'0';
+pub const TERMINAL: u8 = b'$';
+pub const BLOCK_HEADER: usize = 5;
+
+/// Largest decompressed STRING/JSON vector accepted by default (the field width).
+pub const DEFAULT_MAX_VARIABLE_VECTOR: usize = u32::MAX as usize;
+
+/// Varint byte order (spec §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VarintOrder {
+    /// Protocol Buffers LEB128, least significant group first (the format's rule).
+    #[default]
+    Leb128,
+    /// Upstream's prototype code: most significant group first. Read only.
+    MsbFirst,
+}
+
+/// What a reader does at the end of the file (spec §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EofMode {
+    /// A file without `'$'` is an error.
+    #[default]
+    Strict,
+    /// A file that ends at a block boundary without `'$'` is accepted.
+    Lenient,
+}
+
+/// What a reader does with a block type it does not know (spec §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownBlocks {
+    #[default]
+    Skip,
+    Error,
+}
+
+/// The options that change how bytes are parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseOptions {
+    pub varint: VarintOrder,
+    pub eof: EofMode,
+    pub unknown_blocks: UnknownBlocks,
+    /// Upper bound on a decompressed STRING/JSON vector.
+    pub max_variable_vector: usize,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            varint: VarintOrder::Leb128,
+            eof: EofMode::Strict,
+            unknown_blocks: UnknownBlocks::Skip,
+            max_variable_vector: DEFAULT_MAX_VARIABLE_VECTOR,
+        }
+    }
+}
+
+fn envelope(offset: u64, message: impl Into<String>) -> Error {
+    Error::new(ErrorClass::BadEnvelope, message).at_offset(offset)
+}
+
+/// An error inside the block of type `kind` at `offset`.
+pub fn block_error(kind: u8, offset: u64, class: ErrorClass, message: impl AsRef<str>) -> Error {
+    Error::new(
+        class,
+        format!(
+            "block '{}' at offset {offset}: {}",
+            printable(kind),
+            message.as_ref()
+        ),
+    )
+    .at_offset(offset)
+}
+
+pub fn printable(byte: u8) -> String {
+    if byte.is_ascii_graphic() {
+        (byte as char).to_string()
+    } else {
+        format!("\\x{byte:02X}")
+    }
+}
+
+/// Checks the 4-byte header (spec §2).
+pub fn check_header(bytes: &[u8]) -> Result<()> {
+    if bytes.len() < 4 {
+        return Err(Error::new(
+            ErrorClass::TooSmall,
+            format!(
+                "truncated header: the file has {} bytes, a VS file at least 4",
+                bytes.len()
+            ),
+        )
+        .at_offset(0));
+    }
+    if &bytes[..2] != SIGNATURE {
+        return Err(Error::new(
+            ErrorClass::BadSignature,
+            format!(
+                "bad signature: bytes 0-1 are {:02X} {:02X}, not 56 53 (\"VS\")",
+                bytes[0], bytes[1]
+            ),
+        )
+        .at_offset(0));
+    }
+    let version = u16::from_le_bytes([bytes[2], bytes[3]]);
+    if version != 0 {
+        return Err(Error::new(
+            ErrorClass::UnsupportedVersion,
+            format!("unsupported version {version}: only version 0 is defined"),
+        )
+        .at_offset(2));
+    }
+    Ok(())
+}
+
+/// One block: its type byte, the offset of that byte and its payload.
+#[derive(Debug, Clone, Copy)]
+pub struct Block<'a> {
+    pub kind: u8,
+    pub offset: u64,
+    pub payload: &'a [u8],
+}
+
+impl Block<'_> {
+    /// Offset just past the block.
+    pub fn end(&self) -> u64 {
+        self.offset + BLOCK_HEADER as u64 + self.payload.len() as u64
+    }
+}
+
+/// Walks the blocks from a start offset; `next` returns `None` at the terminal (or, leniently,
+/// at the end of the file). `terminal` then tells where the `'$'` is.
+pub struct Blocks<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    eof: EofMode,
+    done: bool,
+    /// Offset of the `'$'` once reached.
+    pub terminal: Option<u64>,
+}
+
+impl<'a> Blocks<'a> {
+    pub fn new(bytes: &'a [u8], start: usize, eof: EofMode) -> Blocks<'a> {
+        Blocks {
+            bytes,
+            pos: start,
+            eof,
+            done: false,
+            terminal: None,
+        }
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub fn next_block(&mut self) -> Result<Option<Block<'a>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let offset = self.pos as u64;
+        let left = self.bytes.len() - self.pos;
+        if left == 0 {
+            self.done = true;
+            return match self.eof {
+                EofMode::Lenient => Ok(None),
+                EofMode::Strict => Err(envelope(
+                    offset,
+                    "missing terminal: the file ends without '$' (read it with eof=lenient to accept the points before the end)",
+                )),
+            };
+        }
+        let kind = self.bytes[self.pos];
+        if kind == TERMINAL {
+            self.done = true;
+            self.terminal = Some(offset);
+            return Ok(None);
+        }
+        if left < BLOCK_HEADER {
+            self.done = true;
+            return Err(envelope(
+                offset,
+                format!(
+                    "truncated block header: block '{}' at offset {offset} needs 5 header bytes, {left} remain",
+                    printable(kind)
+                ),
+            ));
+        }
+        let p = self.pos;
+        let length = u32::from_le_bytes([
+            self.bytes[p + 1],
+            self.bytes[p + 2],
+            self.bytes[p + 3],
+            self.bytes[p + 4],
+        ]) as usize;
+        if length > left - BLOCK_HEADER {
+            self.done = true;
+            return Err(envelope(
+                offset,
+                format!(
+                    "truncated block: block '{}' at offset {offset}: length {length} runs past end of file ({} payload bytes remain)",
+                    printable(kind),
+                    left - BLOCK_HEADER
+                ),
+            ));
+        }
+        let start = p + BLOCK_HEADER;
+        self.pos = start + length;
+        Ok(Some(Block {
+            kind,
+            offset,
+            payload: &self.bytes[start..start + length],
+        }))
+    }
+}
+
+/// A cursor over one block's payload that names the block and field in its errors.
+pub struct Fields<'a> {
+    pub kind: u8,
+    pub offset: u64,
+    pub bytes: &'a [u8],
+    pub pos: usize,
+    pub order: VarintOrder,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(block: &Block<'a>, order: VarintOrder) -> Fields<'a> {
+        Fields {
+            kind: block.kind,
+            offset: block.offset,
+            bytes: block.payload,
+            pos: 0,
+            order,
+        }
+    }
+
+    pub fn left(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    /// Offset in the file of the cursor.
+    fn here(&self) -> u64 {
+        self.offset + BLOCK_HEADER as u64 + self.pos as u64
+    }
+
+    pub fn error(&self, class: ErrorClass, field: &str, message: impl AsRef<str>) -> Error {
+        block_error(
+            self.kind,
+            self.offset,
+            class,
+            format!("{field} (byte {}): {}", self.here(), message.as_ref()),
+        )
+    }
+
+    pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
+        if n > self.left() {
+            return Err(self.error(
+                ErrorClass::BadEnvelope,
+                field,
+                format!(
+                    "malformed block: needs {n} bytes, {} remain in the block",
+                    self.left()
+                ),
+            ));
+        }
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    pub fn u8(&mut self, field: &str) -> Result<u8> {
+        Ok(self.take(1, field)?[0])
+    }
+
+    pub fn u32le(&mut self, field: &str) -> Result<u32> {
+        let b = self.take(4, field)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub fn varuint(&mut self, max_bytes: usize, max_value: u64, field: &str) -> Result<u64> {
+        let start = self.pos;
+        match read_varuint(&self.bytes[start..], max_bytes, max_value, self.order) {
+            Ok((value, used)) => {
+                self.pos += used;
+                Ok(value)
+            }
+            Err(message) => Err(self.error(
+                if message.starts_with("runs past") {
+                    ErrorClass::BadEnvelope
+                } else {
+                    ErrorClass::BadValue
+                },
+                field,
+                message,
+            )),
+        }
+    }
+
+    pub fn vu32(&mut self, field: &str) -> Result<u32> {
+        Ok(self.varuint(5, u32::MAX as u64, field)? as u32)
+    }
+
+    /// A `json` field: `None` when absent (length 0), else one validated msgpack value.
+    pub fn json(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
+        let bytes = self.json_unchecked(field)?;
+        if let Some(bytes) = bytes {
+            validate_msgpack(bytes).map_err(|m| self.error(ErrorClass::BadValue, field, m))?;
+        }
+        Ok(bytes)
+    }
+
+    /// A `json` field whose msgpack the caller decodes (and so validates) itself.
+    pub fn json_unchecked(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
+        let n = self.vu32(field)? as usize;
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.take(n, field)?))
+    }
+}
+
+/// Decodes one VARUINT from the start of `bytes`: (value, bytes used), or what was wrong.
+pub fn read_varuint(
+    bytes: &[u8],
+    max_bytes: usize,
+    max_value: u64,
+    order: VarintOrder,
+) -> std::result::Result<(u64, usize), String> {
+    let mut value: u128 = 0;
+    for i in 0..max_bytes {
+        let Some(&byte) = bytes.get(i) else {
+            return Err("runs past the end of its block: bad varint".into());
+        };
+        let group = (byte & 0x7F) as u128;
+        match order {
+            VarintOrder::Leb128 => value |= group << (7 * i),
+            VarintOrder::MsbFirst => value = (value << 7) | group,
+        }
+        if value > max_value as u128 {
+            return Err(format!("bad varint: varint overflows {max_value}"));
+        }
+        if byte & 0x80 == 0 {
+            return Ok((value as u64, i + 1));
+        }
+    }
+    Err(format!(
+        "bad varint: varint too long (more than {max_bytes} bytes)"
+    ))
+}
+
+/// Appends the minimal LEB128 encoding of `value`.
+pub fn write_varuint(out: &mut Vec<u8>, mut value: u64) {
+    loop {
+        let byte = (value & 0x7F) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Appends a `json` field holding `msgpack` (`None` or empty: absent).
+pub fn write_json_field(out: &mut Vec<u8>, msgpack: Option<&[u8]>) {
+    match msgpack {
+        Some(bytes) if !bytes.is_empty() => {
+            write_varuint(out, bytes.len() as u64);
+            out.extend_from_slice(bytes);
+        }
+        _ => out.push(0),
+    }
+}
+
+/// Checks that `bytes` hold exactly one msgpack value.
+pub fn validate_msgpack(bytes: &[u8]) -> std::result::Result<(), String> {
+    parse_msgpack(bytes).map(|_| ())
+}
+
+/// Decodes exactly one msgpack value that uses all of `bytes`.
+pub fn parse_msgpack(bytes: &[u8]) -> std::result::Result<ValueRef<'_>, String> {
+    let mut rd = bytes;
+    let value =
+        rmpv::decode::read_value_ref(&mut rd).map_err(|e| format!("invalid msgpack: {e}"))?;
+    if !rd.is_empty() {
+        return Err(format!(
+            "invalid msgpack: {} trailing bytes after the value",
+            rd.len()
+        ));
+    }
+    Ok(value)
+}
+
+/// The meta block (spec §4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meta {
+    pub offset: u64,
+    pub dims: Vec<u64>,
+    pub resolution: Resolution,
+    pub pack: u8,
+    pub paging: u8,
+    /// The raw msgpack of the attributes; `None` when absent.
+    pub attributes: Option<Vec<u8>>,
+    /// Elements per vector.
+    pub n: usize,
+}
+
+impl Meta {
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+}
+
+/// N = product(dims), with the zero rule and the i32 bound (spec §4).
+pub fn element_count(dims: &[u64]) -> std::result::Result<usize, String> {
+    if dims.contains(&0) {
+        return Ok(0);
+    }
+    let mut n: u64 = 1;
+    for &d in dims {
+        n = n
+            .checked_mul(d)
+            .filter(|&n| n <= i32::MAX as u64)
+            .ok_or_else(|| {
+                format!("vector too large: dims {dims:?} hold more than 2^31-1 elements")
+            })?;
+    }
+    if n > i32::MAX as u64 {
+        return Err(format!(
+            "vector too large: dims {dims:?} hold more than 2^31-1 elements"
+        ));
+    }
+    Ok(n as usize)
+}
+
+pub fn parse_meta(block: &Block<'_>, order: VarintOrder) -> Result<Meta> {
+    let mut f = Fields::new(block, order);
+    let rank = f.vu32("rank")? as usize;
+    if rank > f.left() {
+        return Err(f.error(
+            ErrorClass::BadEnvelope,
+            "rank",
+            format!(
+                "malformed block: rank {rank} needs at least {rank} dimension bytes, {} remain",
+                f.left()
+            ),
+        ));
+    }
+    let mut dims = Vec::with_capacity(rank);
+    for i in 0..rank {
+        dims.push(f.vu32(&format!("dims[{i}]"))? as u64);
+    }
+    let n = element_count(&dims).map_err(|m| f.error(ErrorClass::BadMeta, "dims", m))?;
+    let code = f.u8("resolution")? as i8;
+    let resolution = Resolution::from_code(code).ok_or_else(|| {
+        f.error(
+            ErrorClass::UnknownType,
+            "resolution",
+            format!("unsupported resolution {code}"),
+        )
+    })?;
+    let pack = f.u8("pack")?;
+    let paging = f.u8("paging")?;
+    let attributes = f.json("attributes")?.map(<[u8]>::to_vec);
+    Ok(Meta {
+        offset: block.offset,
+        dims,
+        resolution,
+        pack,
+        paging,
+        attributes,
+        n,
+    })
+}
+
+/// A point entry, its fields still as bytes (spec §6).
+#[derive(Debug, Clone, Copy)]
+pub struct Point<'a> {
+    pub offset: u64,
+    /// Validated msgpack; `None` when absent.
+    pub app_data: Option<&'a [u8]>,
+    pub vec_option: u8,
+    pub stored: &'a [u8],
+}
+
+pub fn parse_point<'a>(block: &Block<'a>, order: VarintOrder) -> Result<Point<'a>> {
+    parse_point_with(block, order, true)
+}
+
+/// [`parse_point`]; `validate = false` leaves the app_data msgpack to a caller that decodes it.
+pub fn parse_point_with<'a>(
+    block: &Block<'a>,
+    order: VarintOrder,
+    validate: bool,
+) -> Result<Point<'a>> {
+    let mut f = Fields::new(block, order);
+    let option = f.u8("point_option")?;
+    if option & 0x07 != 0 {
+        return Err(f.error(
+            ErrorClass::Unsupported,
+            "point_option",
+            format!("unsupported point option 0x{option:02X} (low 3 bits must be 0)"),
+        ));
+    }
+    let app_data = if validate {
+        f.json("app_data")?
+    } else {
+        f.json_unchecked("app_data")?
+    };
+    let vec_option = f.u8("vec_option")?;
+    let stored_len = f.u32le("stored_len")? as usize;
+    let stored = f.take(stored_len, "vector")?;
+    Ok(Point {
+        offset: block.offset,
+        app_data,
+        vec_option,
+        stored,
+    })
+}
+
+const SNAPPY_STREAM_ID: &[u8] = &[0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
+
+/// The plain vector bytes of a point: decompressed, bounded and size-checked (spec §6.1–6.2).
+pub fn plain_vector<'a>(
+    point: &Point<'a>,
+    meta: &Meta,
+    max_variable: usize,
+) -> Result<Cow<'a, [u8]>> {
+    let err = |class: ErrorClass, message: String| {
+        block_error(POINT, point.offset, class, format!("vector: {message}"))
+    };
+    let code = point.vec_option & 0x07;
+    // Exact size for fixed types; an upper bound for STRING/JSON.
+    let expected = meta.resolution.plain_size(meta.n);
+    let cap = expected.unwrap_or(max_variable);
+    let stored = point.stored;
+    let plain: Cow<'a, [u8]> = match code {
+        0 => Cow::Borrowed(stored),
+        1 | 2 => {
+            if stored.is_empty() {
+                return Err(err(
+                    ErrorClass::BadValue,
+                    "corrupt compressed vector: empty compressed data".into(),
+                ));
+            }
+            if code == 1 && stored.starts_with(&[0x1F, 0x8B]) {
+                Cow::Owned(gunzip(stored, cap).map_err(|m| err(m.0, m.1))?)
+            } else if stored.starts_with(SNAPPY_STREAM_ID) {
+                Cow::Owned(unsnap_framed(stored, cap).map_err(|m| err(m.0, m.1))?)
+            } else {
+                Cow::Owned(unsnap_raw(stored, expected, cap).map_err(|m| err(m.0, m.1))?)
+            }
+        }
+        c => {
+            return Err(err(
+                ErrorClass::Unsupported,
+                format!("unsupported compression code {c}"),
+            ))
+        }
+    };
+    if let Some(expected) = expected {
+        if plain.len() != expected {
+            return Err(err(
+                ErrorClass::BufferSize,
+                format!(
+                    "vector length mismatch: {} bytes, expected {expected} for {} {} elements",
+                    plain.len(),
+                    meta.n,
+                    meta.resolution.name()
+                ),
+            ));
+        }
+    }
+    Ok(plain)
+}
+
+type Failure = (ErrorClass, String);
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Failure {
+    (
+        ErrorClass::BadValue,
+        format!("corrupt compressed vector: {what}: {e}"),
+    )
+}
+
+fn read_capped(reader: impl Read, cap: usize, what: &str) -> std::result::Result<Vec<u8>, Failure> {
+    let mut out = Vec::new();
+    let limit = (cap as u64).saturating_add(1);
+    reader
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| corrupt(what, e))?;
+    if out.len() > cap {
+        return Err((
+            ErrorClass::BufferSize,
+            format!("vector length mismatch: {what} data inflates to more than {cap} bytes"),
+        ));
+    }
+    Ok(out)
+}
+
+fn gunzip(stored: &[u8], cap: usize) -> std::result::Result<Vec<u8>, Failure> {
+    let mut decoder = flate2::read::MultiGzDecoder::new(stored);
+    let out = read_capped(&mut decoder, cap, "gzip")?;
+    // Anything the decoder did not consume is trailing garbage.
+    let rest = decoder.into_inner();
+    if !rest.is_empty() {
+        return Err(corrupt(
+            "gzip",
+            format!("{} bytes after the last gzip member", rest.len()),
+        ));
+    }
+    Ok(out)
+}
+
+fn unsnap_framed(stored: &[u8], cap: usize) -> std::result::Result<Vec<u8>, Failure> {
+    read_capped(snap::read::FrameDecoder::new(stored), cap, "snappy")
+}
+
+fn unsnap_raw(
+    stored: &[u8],
+    expected: Option<usize>,
+    cap: usize,
+) -> std::result::Result<Vec<u8>, Failure> {
+    let len = snap::raw::decompress_len(stored).map_err(|e| corrupt("snappy", e))?;
+    match expected {
+        Some(expected) if len != expected => {
+            return Err((
+                ErrorClass::BufferSize,
+                format!("vector length mismatch: snappy data announces {len} bytes, expected {expected}"),
+            ))
+        }
+        None if len > cap => {
+            return Err((
+                ErrorClass::BufferSize,
+                format!("vector length mismatch: snappy data announces {len} bytes, more than the limit {cap}"),
+            ))
+        }
+        _ => {}
+    }
+    snap::raw::Decoder::new()
+        .decompress_vec(stored)
+        .map_err(|e| corrupt("snappy", e))
+}
+
+/// Compresses plain vector bytes; empty vectors are always stored plain (spec §6.2).
+pub fn compress(plain: &[u8], compression: Compression) -> Result<(u8, Cow<'_, [u8]>)> {
+    if plain.is_empty() {
+        return Ok((0, Cow::Borrowed(plain)));
+    }
+    match compression {
+        Compression::None => Ok((0, Cow::Borrowed(plain))),
+        Compression::Gzip => {
+            use std::io::Write;
+            let mut encoder = flate2::write::GzEncoder::new(
+                Vec::with_capacity(plain.len() / 2 + 32),
+                flate2::Compression::default(),
+            );
+            encoder.write_all(plain)?;
+            Ok((1, Cow::Owned(encoder.finish()?)))
+        }
+        Compression::Snappy => {
+            let out = snap::raw::Encoder::new()
+                .compress_vec(plain)
+                .map_err(|e| Error::new(ErrorClass::BadValue, format!("snappy: {e}")))?;
+            Ok((2, Cow::Owned(out)))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MessagePack → JSON text (spec §9.2)
+
+/// Appends the JSON text of a msgpack value; fails when the value has no JSON form.
+pub fn msgpack_to_json(value: &ValueRef<'_>, out: &mut String) -> std::result::Result<(), String> {
+    match value {
+        ValueRef::Nil => out.push_str("null"),
+        ValueRef::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        ValueRef::Integer(i) => {
+            if let Some(u) = i.as_u64() {
+                out.push_str(itoa::Buffer::new().format(u));
+            } else if let Some(s) = i.as_i64() {
+                out.push_str(itoa::Buffer::new().format(s));
+            }
+        }
+        ValueRef::F32(f) => {
+            if f.is_finite() {
+                out.push_str(&serde_json::to_string(f).map_err(|e| e.to_string())?);
+            } else {
+                out.push_str("null");
+            }
+        }
+        ValueRef::F64(f) => {
+            if f.is_finite() {
+                out.push_str(&serde_json::to_string(f).map_err(|e| e.to_string())?);
+            } else {
+                out.push_str("null");
+            }
+        }
+        ValueRef::String(s) => {
+            let text = s
+                .as_str()
+                .ok_or_else(|| "invalid string: msgpack str is not UTF-8".to_string())?;
+            push_json_string(text, out);
+        }
+        ValueRef::Binary(bytes) => push_byte_array(bytes, out),
+        ValueRef::Ext(ty, bytes) => {
+            out.push('[');
+            out.push_str(itoa::Buffer::new().format(*ty));
+            out.push(',');
+            push_byte_array(bytes, out);
+            out.push(']');
+        }
+        ValueRef::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                msgpack_to_json(item, out)?;
+            }
+            out.push(']');
+        }
+        ValueRef::Map(entries) => {
+            out.push('{');
+            let mut seen = std::collections::HashSet::new();
+            for (i, (key, item)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let key_text = json_key(key)?;
+                if entries.len() > 1 && !seen.insert(key_text.clone()) {
+                    return Err(format!(
+                        "app_data not representable as JSON; use app_data=msgpack (map key {key_text:?} appears twice)"
+                    ));
+                }
+                push_json_string(&key_text, out);
+                out.push(':');
+                msgpack_to_json(item, out)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+fn json_key(key: &ValueRef<'_>) -> std::result::Result<String, String> {
+    match key {
+        ValueRef::String(s) => s
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| "invalid string: msgpack map key is not UTF-8".to_string()),
+        ValueRef::Nil
+        | ValueRef::Boolean(_)
+        | ValueRef::Integer(_)
+        | ValueRef::F32(_)
+        | ValueRef::F64(_) => {
+            let mut text = String::new();
+            msgpack_to_json(key, &mut text)?;
+            Ok(text)
+        }
+        other => Err(format!(
+            "app_data not representable as JSON; use app_data=msgpack (a map key of type {})",
+            match other {
+                ValueRef::Binary(_) => "bin",
+                ValueRef::Ext(..) => "ext",
+                ValueRef::Array(_) => "array",
+                _ => "map",
+            }
+        )),
+    }
+}
+
+fn push_byte_array(bytes: &[u8], out: &mut String) {
+    out.push('[');
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(itoa::Buffer::new().format(*b));
+    }
+    out.push(']');
+}
+
+/// A JSON string literal: only `"`, `\` and control characters escaped, UTF-8 kept.
+pub fn push_json_string(text: &str, out: &mut String) {
+    out.push('"');
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        let escape: Option<&str> = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            '\u{08}' => Some("\\b"),
+            '\u{0C}' => Some("\\f"),
+            c if (c as u32) < 0x20 => None,
+            _ => continue,
+        };
+        out.push_str(&text[start..i]);
+        match escape {
+            Some(e) => out.push_str(e),
+            None => out.push_str(&format!("\\u{:04x}", c as u32)),
+        }
+        start = i + c.len_utf8();
+    }
+    out.push_str(&text[start..]);
+    out.push('"');
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON text → MessagePack (spec §9.3)
+
+/// Packs one JSON text as msgpack (smallest int forms, str for strings, key order kept).
+pub fn json_text_to_msgpack(text: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    write_json_value(&value, out);
+    Ok(())
+}
+
+pub fn write_json_value(value: &serde_json::Value, out: &mut Vec<u8>) {
+    use serde_json::Value;
+    // Writing into a Vec cannot fail.
+    match value {
+        Value::Null => out.push(0xC0),
+        Value::Bool(b) => out.push(if *b { 0xC3 } else { 0xC2 }),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                let _ = rmp::encode::write_uint(out, u);
+            } else if let Some(i) = n.as_i64() {
+                let _ = rmp::encode::write_sint(out, i);
+            } else {
+                let _ = rmp::encode::write_f64(out, n.as_f64().unwrap_or(f64::NAN));
+            }
+        }
+        Value::String(s) => {
+            let _ = rmp::encode::write_str(out, s);
+        }
+        Value::Array(items) => {
+            let _ = rmp::encode::write_array_len(out, items.len() as u32);
+            for item in items {
+                write_json_value(item, out);
+            }
+        }
+        Value::Object(map) => {
+            let _ = rmp::encode::write_map_len(out, map.len() as u32);
+            for (k, v) in map {
+                let _ = rmp::encode::write_str(out, k);
+                write_json_value(v, out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_both_orders() {
+        let cases: [(u64, &[u8]); 8] = [
+            (0, &[0x00]),
+            (127, &[0x7F]),
+            (128, &[0x80, 0x01]),
+            (200, &[0xC8, 0x01]),
+            (300, &[0xAC, 0x02]),
+            (16383, &[0xFF, 0x7F]),
+            (16384, &[0x80, 0x80, 0x01]),
+            (4294967295, &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F]),
+        ];
+        for (value, bytes) in cases {
+            let mut out = Vec::new();
+            write_varuint(&mut out, value);
+            assert_eq!(out, bytes);
+            assert_eq!(
+                read_varuint(bytes, 5, u32::MAX as u64, VarintOrder::Leb128),
+                Ok((value, bytes.len()))
+            );
+        }
+        let msb: [(u64, &[u8]); 4] = [
+            (128, &[0x81, 0x00]),
+            (200, &[0x81, 0x48]),
+            (300, &[0x82, 0x2C]),
+            (16384, &[0x81, 0x80, 0x00]),
+        ];
+        for (value, bytes) in msb {
+            assert_eq!(
+                read_varuint(bytes, 5, u32::MAX as u64, VarintOrder::MsbFirst),
+                Ok((value, bytes.len()))
+            );
+        }
+        // Non-minimal accepted, too long and overflowing refused.
+        assert_eq!(
+            read_varuint(&[0x80, 0x00], 5, u32::MAX as u64, VarintOrder::Leb128),
+            Ok((0, 2))
+        );
+        assert!(
+            read_varuint(&[0x80; 6], 5, u32::MAX as u64, VarintOrder::Leb128)
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(read_varuint(
+            &[0xFF, 0xFF, 0xFF, 0xFF, 0x1F],
+            5,
+            u32::MAX as u64,
+            VarintOrder::Leb128
+        )
+        .unwrap_err()
+        .contains("overflows"));
+        assert!(
+            read_varuint(&[0x80], 5, u32::MAX as u64, VarintOrder::Leb128)
+                .unwrap_err()
+                .contains("runs past")
+        );
+    }
+
+    #[test]
+    fn element_counts() {
+        assert_eq!(element_count(&[]), Ok(1));
+        assert_eq!(element_count(&[2, 3]), Ok(6));
+        assert_eq!(element_count(&[u32::MAX as u64, u32::MAX as u64, 0]), Ok(0));
+        assert!(element_count(&[u32::MAX as u64, 2]).is_err());
+        assert_eq!(element_count(&[i32::MAX as u64]), Ok(i32::MAX as usize));
+    }
+
+    #[test]
+    fn msgpack_json_both_ways() {
+        let mut packed = Vec::new();
+        json_text_to_msgpack(r#"{"a":1,"b":[-1,300,1.5,null,true],"c":"β"}"#, &mut packed).unwrap();
+        let mut text = String::new();
+        msgpack_to_json(&parse_msgpack(&packed).unwrap(), &mut text).unwrap();
+        assert_eq!(text, r#"{"a":1,"b":[-1,300,1.5,null,true],"c":"β"}"#);
+        // {} is 80; the spec's JSON example.
+        packed.clear();
+        json_text_to_msgpack(r#"[1,"x",null]"#, &mut packed).unwrap();
+        assert_eq!(packed, [0x93, 0x01, 0xA1, 0x78, 0xC0]);
+        // Duplicate keys after conversion: error.
+        let dup = [0x82, 0x01, 0xC0, 0xA1, b'1', 0xC0];
+        assert!(msgpack_to_json(&parse_msgpack(&dup).unwrap(), &mut String::new()).is_err());
+        // f32 shortest, u64 max, bin and ext.
+        let v = [
+            0x94, 0xCA, 0x3D, 0xCC, 0xCC, 0xCD, 0xCF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xFF, 0xC4, 0x02, 1, 255, 0xD4, 0x05, 0x07,
+        ];
+        let mut text = String::new();
+        msgpack_to_json(&parse_msgpack(&v).unwrap(), &mut text).unwrap();
+        assert_eq!(text, "[0.1,18446744073709551615,[1,255],[5,[7]]]");
+        assert!(parse_msgpack(&[0xC0, 0xC0]).is_err());
+        assert!(parse_msgpack(&[0x92, 0x01]).is_err());
+    }
+}

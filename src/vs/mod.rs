@@ -1,0 +1,21 @@
+//! VS, the vector-space data file of torao/anthidium: a header, TLV blocks (one meta block, one
+//! block per point) and a `'$'` terminal. Each point holds application data (MessagePack) and a
+//! vector of a fixed shape, read as an `arrow.fixed_shape_tensor` column. Files can be appended
+//! to crash-safely, points deleted in place, and files compacted. See `docs/vs.md`.
+
+pub mod codec;
+pub mod lock;
+pub mod mapping;
+mod reader;
+mod writer;
+
+pub use codec::{EofMode, Meta, ParseOptions, UnknownBlocks, VarintOrder};
+pub use lock::{LockKind, LockWait};
+pub use mapping::{Compression, Resolution};
+pub use reader::{
+    schema_for, AppDataMode, BlockInfo, Description, Reader, ReaderBuilder, VsFile, VsReadOptions,
+};
+pub use writer::{
+    append, compact, delete_ordinal, delete_point, write_file, AppendSummary, CompactSummary,
+    VsWriteOptions, Writer,
+};

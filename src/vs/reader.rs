@@ -1,0 +1,931 @@
+//! VS → Arrow (spec §13.1, §14.1).
+//!
+//! The file is opened under the shared header lock and memory-mapped; the lock is held for the
+//! reader's whole life. The blocks before the meta block are walked when the reader is built
+//! (the schema needs the meta); the points are then walked one batch at a time, so memory stays
+//! bounded by the batch. Compressed vectors of a batch are decompressed in parallel.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::ArrayDataBuilder;
+use arrow_array::{
+    make_array, ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, RecordBatch,
+    RecordBatchOptions, RecordBatchReader, StringArray, UInt64Array,
+};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, OffsetBuffer};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use base64::Engine;
+use memmap2::Mmap;
+use rayon::prelude::*;
+
+use super::codec::{self, Block, Blocks, Meta, ParseOptions, UnknownBlocks, VarintOrder};
+use super::lock::{self, LockKind, LockWait, LockedFile};
+use super::mapping::*;
+use crate::error::{Error, ErrorClass, Result};
+use crate::Projection;
+
+/// Rows per batch unless the caller chooses.
+pub const DEFAULT_BATCH_SIZE: usize = 1024;
+
+/// Rows per parallel task when a batch is built in parallel.
+const CHUNK_ROWS: usize = 256;
+
+/// How `app_data` (and JSON-resolution elements) reach Arrow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AppDataMode {
+    /// JSON text in a `Utf8` column tagged `arrow.json`.
+    #[default]
+    Json,
+    /// The exact msgpack bytes in a `Binary` column (byte-exact round trips).
+    Msgpack,
+}
+
+/// The options of a VS reader that are not common to every format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VsReadOptions {
+    pub parse: ParseOptions,
+    pub app_data: AppDataMode,
+    pub with_offsets: bool,
+    pub lock: LockWait,
+}
+
+/// An opened VS file: its bytes (mapped), its meta and the lock that guards them.
+pub struct VsFile {
+    path: Option<PathBuf>,
+    bytes: Bytes,
+    _lock: Option<LockedFile>,
+    meta: Option<Meta>,
+    /// Offset of the first block after the meta block (or of the end, without meta).
+    data_start: usize,
+    options: VsReadOptions,
+}
+
+enum Bytes {
+    Map(Mmap),
+    Vec(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Vec(v) => v,
+        }
+    }
+}
+
+fn map_file(file: &File) -> std::io::Result<Bytes> {
+    let len = file.metadata()?.len();
+    if len < 4096 {
+        use std::io::Read;
+        let mut v = Vec::with_capacity(len as usize);
+        let mut f = file;
+        f.read_to_end(&mut v)?;
+        return Ok(Bytes::Vec(v));
+    }
+    // SAFETY: read-only private map. Writers that follow the format take the exclusive lock,
+    // which our shared lock excludes, and appenders only write past the terminal anyway.
+    Ok(Bytes::Map(unsafe { Mmap::map(file)? }))
+}
+
+impl VsFile {
+    /// Opens a file under the shared lock and reads everything up to the meta block.
+    pub fn open(path: impl AsRef<Path>, options: VsReadOptions) -> Result<VsFile> {
+        let path = path.as_ref();
+        let locked = lock::open_locked(path, LockKind::Shared, options.lock)?;
+        let bytes = map_file(&locked.file).map_err(|e| Error::from(e).with_file(path))?;
+        Self::from_parts(bytes, Some(locked), Some(path.to_path_buf()), options)
+    }
+
+    /// VS bytes held in memory (no lock).
+    pub fn from_bytes(bytes: Vec<u8>, options: VsReadOptions) -> Result<VsFile> {
+        Self::from_parts(Bytes::Vec(bytes), None, None, options)
+    }
+
+    fn from_parts(
+        bytes: Bytes,
+        lock: Option<LockedFile>,
+        path: Option<PathBuf>,
+        options: VsReadOptions,
+    ) -> Result<VsFile> {
+        let attach = |e: Error| match &path {
+            Some(p) => e.with_file(p),
+            None => e,
+        };
+        let (meta, data_start) = scan_to_meta(&bytes, &options.parse).map_err(attach)?;
+        Ok(VsFile {
+            path,
+            bytes,
+            _lock: lock,
+            meta,
+            data_start,
+            options,
+        })
+    }
+
+    /// The meta block; `None` for the empty store.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.meta.as_ref()
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The Arrow schema of every column this file reads as.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(schema_for(self.meta.as_ref(), &self.options))
+    }
+}
+
+/// Walks the blocks from offset 4 to the meta block (spec §4 placement rules).
+fn scan_to_meta(bytes: &[u8], parse: &ParseOptions) -> Result<(Option<Meta>, usize)> {
+    codec::check_header(bytes)?;
+    let mut blocks = Blocks::new(bytes, 4, parse.eof);
+    while let Some(block) = blocks.next_block()? {
+        match block.kind {
+            codec::META => {
+                let meta = codec::parse_meta(&block, parse.varint)?;
+                return Ok((Some(meta), blocks.position()));
+            }
+            codec::POINT => {
+                return Err(codec::block_error(
+                    block.kind,
+                    block.offset,
+                    ErrorClass::BadMeta,
+                    "point before meta block",
+                ))
+            }
+            kind => check_other_block(kind, &block, parse)?,
+        }
+    }
+    Ok((None, blocks.position()))
+}
+
+fn check_other_block(kind: u8, block: &Block<'_>, parse: &ParseOptions) -> Result<()> {
+    if kind != codec::BLANK && parse.unknown_blocks == UnknownBlocks::Error {
+        return Err(codec::block_error(
+            kind,
+            block.offset,
+            ErrorClass::UnknownType,
+            "unknown block (unknown_blocks=error)",
+        ));
+    }
+    Ok(())
+}
+
+/// The schema of §14.1.
+pub fn schema_for(meta: Option<&Meta>, options: &VsReadOptions) -> Schema {
+    let exact = options.app_data == AppDataMode::Msgpack;
+    let mut metadata = std::collections::HashMap::new();
+    metadata.insert(META_VERSION.to_owned(), "0".to_owned());
+    let app_field = app_data_field(exact);
+    let Some(meta) = meta else {
+        metadata.insert(META_META.to_owned(), "absent".to_owned());
+        return Schema::new(vec![app_field]).with_metadata(metadata);
+    };
+    metadata.insert(META_RANK.to_owned(), meta.rank().to_string());
+    metadata.insert(META_DIMENSIONS.to_owned(), shape_json(&meta.dims));
+    metadata.insert(
+        META_RESOLUTION.to_owned(),
+        meta.resolution.code().to_string(),
+    );
+    metadata.insert(
+        META_RESOLUTION_NAME.to_owned(),
+        meta.resolution.name().to_owned(),
+    );
+    metadata.insert(META_PACK.to_owned(), meta.pack.to_string());
+    metadata.insert(META_PAGING.to_owned(), meta.paging.to_string());
+    if let Some(attributes) = &meta.attributes {
+        // Validated when parsed; a value without a JSON form is left out of the text key.
+        if let Ok(value) = codec::parse_msgpack(attributes) {
+            let mut text = String::new();
+            if codec::msgpack_to_json(&value, &mut text).is_ok() {
+                metadata.insert(META_ATTRIBUTES.to_owned(), text);
+            }
+        }
+        if exact {
+            metadata.insert(
+                META_ATTRIBUTES_MSGPACK.to_owned(),
+                base64::engine::general_purpose::STANDARD.encode(attributes),
+            );
+        }
+    }
+    let mut fields = vec![vector_field(meta, exact), app_field];
+    if options.with_offsets {
+        fields.push(Field::new(OFFSET_COLUMN, DataType::UInt64, false));
+    }
+    Schema::new(fields).with_metadata(metadata)
+}
+
+fn json_tag() -> std::collections::HashMap<String, String> {
+    [
+        (EXTENSION_NAME.to_owned(), JSON_EXTENSION.to_owned()),
+        (EXTENSION_METADATA.to_owned(), String::new()),
+    ]
+    .into()
+}
+
+fn app_data_field(exact: bool) -> Field {
+    if exact {
+        Field::new(APP_DATA_COLUMN, DataType::Binary, true).with_metadata(
+            std::collections::HashMap::from([(FIELD_ENCODING.to_owned(), "msgpack".to_owned())]),
+        )
+    } else {
+        Field::new(APP_DATA_COLUMN, DataType::Utf8, true).with_metadata(json_tag())
+    }
+}
+
+fn item_field(meta: &Meta, exact: bool) -> Field {
+    let item = Field::new("item", meta.resolution.arrow_type(exact), false);
+    if meta.resolution == Resolution::Json && !exact {
+        item.with_metadata(json_tag())
+    } else {
+        item
+    }
+}
+
+fn vector_field(meta: &Meta, exact: bool) -> Field {
+    let list = DataType::FixedSizeList(Arc::new(item_field(meta, exact)), meta.n as i32);
+    let metadata: std::collections::HashMap<String, String> = if meta.resolution.is_variable() {
+        [(FIELD_SHAPE.to_owned(), shape_json(&meta.dims))].into()
+    } else {
+        [
+            (EXTENSION_NAME.to_owned(), TENSOR_EXTENSION.to_owned()),
+            (EXTENSION_METADATA.to_owned(), tensor_metadata(&meta.dims)),
+        ]
+        .into()
+    };
+    Field::new(VECTOR_COLUMN, list, false).with_metadata(metadata)
+}
+
+/// Builds a VS [`Reader`].
+#[derive(Debug, Clone)]
+pub struct ReaderBuilder {
+    batch_size: usize,
+    projection: Option<Projection>,
+    limit: Option<usize>,
+    options: VsReadOptions,
+}
+
+impl Default for ReaderBuilder {
+    fn default() -> Self {
+        ReaderBuilder {
+            batch_size: DEFAULT_BATCH_SIZE,
+            projection: None,
+            limit: None,
+            options: VsReadOptions::default(),
+        }
+    }
+}
+
+impl ReaderBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Rows per batch (default 1024).
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size.max(1);
+        self
+    }
+
+    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
+        self.projection = Some(projection.into());
+        self
+    }
+
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// All VS-specific options at once.
+    pub fn with_options(mut self, options: VsReadOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Accept a file that ends at a block boundary without `'$'`.
+    pub fn with_lenient_eof(mut self, lenient: bool) -> Self {
+        self.options.parse.eof = if lenient {
+            codec::EofMode::Lenient
+        } else {
+            codec::EofMode::Strict
+        };
+        self
+    }
+
+    pub fn with_varint_order(mut self, order: VarintOrder) -> Self {
+        self.options.parse.varint = order;
+        self
+    }
+
+    pub fn with_unknown_blocks(mut self, unknown: UnknownBlocks) -> Self {
+        self.options.parse.unknown_blocks = unknown;
+        self
+    }
+
+    pub fn with_app_data(mut self, mode: AppDataMode) -> Self {
+        self.options.app_data = mode;
+        self
+    }
+
+    /// Adds the `vs_offset` column: the byte offset of each point's block.
+    pub fn with_offsets(mut self, with_offsets: bool) -> Self {
+        self.options.with_offsets = with_offsets;
+        self
+    }
+
+    /// Fail at once with "file is locked" instead of waiting for a writer.
+    pub fn with_try_lock(mut self, try_lock: bool) -> Self {
+        self.options.lock = if try_lock {
+            LockWait::Try
+        } else {
+            LockWait::Block
+        };
+        self
+    }
+
+    pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
+        let file = VsFile::open(path, self.options)?;
+        self.build_from_file(file)
+    }
+
+    pub fn build_from_bytes(self, bytes: Vec<u8>) -> Result<Reader> {
+        let file = VsFile::from_bytes(bytes, self.options)?;
+        self.build_from_file(file)
+    }
+
+    fn build_from_file(self, file: VsFile) -> Result<Reader> {
+        let full = file.schema();
+        let columns = match &self.projection {
+            None => None,
+            Some(p) => Some(
+                p.resolve(full.fields().iter().map(|f| f.name().as_str()))
+                    .map_err(|e| attach(e, file.path()))?,
+            ),
+        };
+        let schema = match &columns {
+            None => full.clone(),
+            Some(c) => Arc::new(full.project(c)?),
+        };
+        let pos = file.data_start;
+        let done = file.meta.is_none();
+        Ok(Reader {
+            file,
+            full,
+            schema,
+            columns,
+            pos,
+            batch_size: self.batch_size,
+            left: self.limit.unwrap_or(usize::MAX),
+            pending: VecDeque::new(),
+            deferred: None,
+            done,
+        })
+    }
+}
+
+fn attach(e: Error, path: Option<&Path>) -> Error {
+    match path {
+        Some(p) => e.with_file(p),
+        None => e,
+    }
+}
+
+/// The record batches of a VS file: one row per live point, in file order.
+pub struct Reader {
+    file: VsFile,
+    full: SchemaRef,
+    schema: SchemaRef,
+    columns: Option<Vec<usize>>,
+    /// Where the walk goes on.
+    pos: usize,
+    batch_size: usize,
+    left: usize,
+    /// Point blocks walked but not yet turned into rows: (offset, payload start, length).
+    pending: VecDeque<(u64, usize, usize)>,
+    /// An error met while walking, reported after the rows before it.
+    deferred: Option<Error>,
+    done: bool,
+}
+
+impl Reader {
+    pub fn file(&self) -> &VsFile {
+        &self.file
+    }
+
+    /// Walks blocks until `want` points are pending or the data ends.
+    fn gather(&mut self, want: usize) {
+        if self.done {
+            return;
+        }
+        let parse = self.file.options.parse;
+        let bytes: &[u8] = &self.file.bytes;
+        let mut blocks = Blocks::new(bytes, self.pos, parse.eof);
+        while self.pending.len() < want {
+            match blocks.next_block() {
+                Ok(Some(block)) => match block.kind {
+                    codec::POINT => {
+                        let start = block.offset as usize + codec::BLOCK_HEADER;
+                        self.pending
+                            .push_back((block.offset, start, block.payload.len()));
+                    }
+                    codec::META => {
+                        self.deferred = Some(codec::block_error(
+                            block.kind,
+                            block.offset,
+                            ErrorClass::BadMeta,
+                            "duplicate meta block",
+                        ));
+                        self.done = true;
+                        break;
+                    }
+                    kind => {
+                        if let Err(e) = check_other_block(kind, &block, &parse) {
+                            self.deferred = Some(e);
+                            self.done = true;
+                            break;
+                        }
+                    }
+                },
+                Ok(None) => {
+                    self.done = true;
+                    break;
+                }
+                Err(e) => {
+                    self.deferred = Some(e);
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        self.pos = blocks.position();
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let want = self.batch_size.min(self.left);
+        if want == 0 {
+            return Ok(None);
+        }
+        self.gather(want);
+        if self.pending.is_empty() {
+            return match self.deferred.take() {
+                Some(e) => Err(e),
+                None => Ok(None),
+            };
+        }
+        let meta = self
+            .file
+            .meta
+            .as_ref()
+            .expect("points only follow a meta block");
+        let options = &self.file.options;
+        let bytes: &[u8] = &self.file.bytes;
+        let take = want.min(self.pending.len());
+        let refs: Vec<(u64, usize, usize)> = self.pending.iter().take(take).copied().collect();
+        let decode = |&(offset, start, len): &(u64, usize, usize)| {
+            let block = Block {
+                kind: codec::POINT,
+                offset,
+                payload: &bytes[start..start + len],
+            };
+            // In JSON mode the batch builder decodes (and so validates) the app_data.
+            let validate = options.app_data == AppDataMode::Msgpack;
+            let point = codec::parse_point_with(&block, options.parse.varint, validate)?;
+            let plain = codec::plain_vector(&point, meta, options.parse.max_variable_vector)?;
+            Ok((point, plain))
+        };
+        // Large batches whose text cannot come near Arrow's 2 GiB limit (a msgpack byte gives
+        // at most a few dozen bytes of JSON) are built in parallel, a chunk of rows per task.
+        let payload: usize = refs.iter().map(|r| r.2).sum();
+        if refs.len() >= 2 * CHUNK_ROWS && payload.saturating_mul(64) < MAX_TEXT {
+            let full = self.full.clone();
+            let parts: Vec<RecordBatch> = refs
+                .par_chunks(CHUNK_ROWS)
+                .map(|chunk| {
+                    let mut builder = BatchBuilder::new(meta, options, chunk.len());
+                    for r in chunk {
+                        let (point, plain) = decode(r)?;
+                        if !builder.push(&point, &plain)? {
+                            return Err(codec::block_error(
+                                codec::POINT,
+                                point.offset,
+                                ErrorClass::BufferSize,
+                                "the point's text does not fit one Arrow string array (2 GiB)",
+                            ));
+                        }
+                    }
+                    builder.finish(full.clone())
+                })
+                .collect::<Result<_>>()?;
+            let batch = arrow::compute::concat_batches(&self.full, &parts)?;
+            self.pending.drain(..refs.len());
+            self.left -= refs.len();
+            return Ok(Some(match &self.columns {
+                None => batch,
+                Some(c) => batch.project(c)?,
+            }));
+        }
+        let decoded: Vec<_> = refs.iter().map(decode).collect::<Result<_>>()?;
+        let mut builder = BatchBuilder::new(meta, options, decoded.len());
+        let mut used = 0;
+        for (point, plain) in &decoded {
+            if !builder.push(point, plain)? {
+                break;
+            }
+            used += 1;
+        }
+        if used == 0 {
+            return Err(codec::block_error(
+                codec::POINT,
+                refs[0].0,
+                ErrorClass::BufferSize,
+                "the point's text does not fit one Arrow string array (2 GiB)",
+            ));
+        }
+        drop(decoded);
+        self.pending.drain(..used);
+        self.left -= used;
+        let batch = builder.finish(self.full.clone())?;
+        Ok(Some(match &self.columns {
+            None => batch,
+            Some(c) => batch.project(c)?,
+        }))
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_batch() {
+            Ok(Some(batch)) => Some(Ok(batch)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                self.pending.clear();
+                self.left = 0;
+                Some(Err(attach(e, self.file.path()).into()))
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for Reader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+const MAX_TEXT: usize = i32::MAX as usize;
+
+/// The arrays of one batch, filled point by point.
+struct BatchBuilder<'m> {
+    meta: &'m Meta,
+    exact: bool,
+    with_offsets: bool,
+    /// Element lengths follow the file's varint order.
+    varint: VarintOrder,
+    rows: usize,
+    values: MutableBuffer,
+    bits: BooleanBufferBuilder,
+    /// STRING / JSON elements.
+    elem_offsets: Vec<i32>,
+    elem_data: Vec<u8>,
+    app_offsets: Vec<i32>,
+    app_data: Vec<u8>,
+    app_valid: BooleanBufferBuilder,
+    offsets: Vec<u64>,
+    scratch_elems: Vec<u8>,
+    scratch_ends: Vec<usize>,
+    scratch_app: Vec<u8>,
+    text: String,
+}
+
+impl<'m> BatchBuilder<'m> {
+    fn new(meta: &'m Meta, options: &VsReadOptions, rows: usize) -> Self {
+        let plain = meta.resolution.plain_size(meta.n).unwrap_or(0);
+        BatchBuilder {
+            meta,
+            exact: options.app_data == AppDataMode::Msgpack,
+            with_offsets: options.with_offsets,
+            varint: options.parse.varint,
+            rows: 0,
+            values: MutableBuffer::new(if meta.resolution == Resolution::Bool {
+                0
+            } else {
+                plain.saturating_mul(rows)
+            }),
+            bits: BooleanBufferBuilder::new(if meta.resolution == Resolution::Bool {
+                meta.n.saturating_mul(rows)
+            } else {
+                0
+            }),
+            elem_offsets: vec![0],
+            elem_data: Vec::new(),
+            app_offsets: vec![0],
+            app_data: Vec::new(),
+            app_valid: BooleanBufferBuilder::new(rows),
+            offsets: Vec::new(),
+            scratch_elems: Vec::new(),
+            scratch_ends: Vec::new(),
+            scratch_app: Vec::new(),
+            text: String::new(),
+        }
+    }
+
+    /// Adds one point; `false` when its text would overflow this batch's string arrays.
+    fn push(&mut self, point: &codec::Point<'_>, plain: &[u8]) -> Result<bool> {
+        let err = |class: ErrorClass, field: &str, message: String| {
+            codec::block_error(
+                codec::POINT,
+                point.offset,
+                class,
+                format!("{field}: {message}"),
+            )
+        };
+        // app_data first, into scratch.
+        self.scratch_app.clear();
+        let app_valid = match point.app_data {
+            None => false,
+            Some(bytes) if self.exact => {
+                self.scratch_app.extend_from_slice(bytes);
+                true
+            }
+            Some(bytes) => {
+                let value = codec::parse_msgpack(bytes)
+                    .map_err(|m| err(ErrorClass::BadValue, "app_data", m))?;
+                if matches!(value, rmpv::ValueRef::Nil) {
+                    false
+                } else {
+                    self.text.clear();
+                    codec::msgpack_to_json(&value, &mut self.text)
+                        .map_err(|m| err(ErrorClass::UnsupportedType, "app_data", m))?;
+                    self.scratch_app.extend_from_slice(self.text.as_bytes());
+                    true
+                }
+            }
+        };
+        if self.meta.resolution.is_variable() {
+            self.decode_variable(point, plain)?;
+            if self.elem_data.len() + self.scratch_elems.len() > MAX_TEXT && self.rows > 0 {
+                return Ok(false);
+            }
+            if self.scratch_elems.len() > MAX_TEXT {
+                return Ok(false);
+            }
+        }
+        if self.app_data.len() + self.scratch_app.len() > MAX_TEXT {
+            return Ok(false);
+        }
+        // Commit.
+        match self.meta.resolution {
+            Resolution::Bool => self.bits.append_packed_range(0..self.meta.n, plain),
+            r if r.is_variable() => {
+                let base = self.elem_data.len();
+                self.elem_data.extend_from_slice(&self.scratch_elems);
+                for &end in &self.scratch_ends {
+                    self.elem_offsets.push((base + end) as i32);
+                }
+            }
+            _ => self.values.extend_from_slice(plain),
+        }
+        self.app_data.extend_from_slice(&self.scratch_app);
+        self.app_offsets.push(self.app_data.len() as i32);
+        self.app_valid.append(app_valid);
+        self.offsets.push(point.offset);
+        self.rows += 1;
+        Ok(true)
+    }
+
+    /// Splits STRING / JSON vector bytes into N elements (spec §5).
+    fn decode_variable(&mut self, point: &codec::Point<'_>, plain: &[u8]) -> Result<()> {
+        let err = |class: ErrorClass, message: String| {
+            codec::block_error(
+                codec::POINT,
+                point.offset,
+                class,
+                format!("vector: {message}"),
+            )
+        };
+        self.scratch_elems.clear();
+        self.scratch_ends.clear();
+        let mut pos = 0usize;
+        for i in 0..self.meta.n {
+            let (len, used) = codec::read_varuint(&plain[pos..], 5, u32::MAX as u64, self.varint)
+                .map_err(|m| {
+                err(
+                    ErrorClass::BufferSize,
+                    format!("vector length mismatch: element {i}: {m}"),
+                )
+            })?;
+            pos += used;
+            let len = len as usize;
+            if len > plain.len() - pos {
+                return Err(err(
+                    ErrorClass::BufferSize,
+                    format!(
+                        "vector length mismatch: element {i} needs {len} bytes, {} remain",
+                        plain.len() - pos
+                    ),
+                ));
+            }
+            let bytes = &plain[pos..pos + len];
+            pos += len;
+            match self.meta.resolution {
+                Resolution::String => {
+                    simdutf8::basic::from_utf8(bytes).map_err(|_| {
+                        err(
+                            ErrorClass::InvalidUtf8,
+                            format!("invalid string: element {i} is not UTF-8"),
+                        )
+                    })?;
+                    self.scratch_elems.extend_from_slice(bytes);
+                }
+                _ => {
+                    if len == 0 {
+                        if !self.exact {
+                            self.scratch_elems.extend_from_slice(b"null");
+                        }
+                    } else {
+                        let value = codec::parse_msgpack(bytes)
+                            .map_err(|m| err(ErrorClass::BadValue, format!("element {i}: {m}")))?;
+                        if self.exact {
+                            self.scratch_elems.extend_from_slice(bytes);
+                        } else {
+                            self.text.clear();
+                            codec::msgpack_to_json(&value, &mut self.text).map_err(|m| {
+                                err(ErrorClass::UnsupportedType, format!("element {i}: {m}"))
+                            })?;
+                            self.scratch_elems.extend_from_slice(self.text.as_bytes());
+                        }
+                    }
+                }
+            }
+            self.scratch_ends.push(self.scratch_elems.len());
+        }
+        if pos != plain.len() {
+            return Err(err(
+                ErrorClass::BufferSize,
+                format!(
+                    "vector length mismatch: {} bytes left after {} elements",
+                    plain.len() - pos,
+                    self.meta.n
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, schema: SchemaRef) -> Result<RecordBatch> {
+        let rows = self.rows;
+        let meta = self.meta;
+        let n = meta.n;
+        let item = Arc::new(item_field(meta, self.exact));
+        let values: ArrayRef = match meta.resolution {
+            Resolution::Bool => Arc::new(BooleanArray::new(self.bits.finish(), None)),
+            Resolution::String => {
+                // SAFETY: offsets are monotonic and every element was checked as UTF-8.
+                Arc::new(unsafe {
+                    StringArray::new_unchecked(
+                        OffsetBuffer::new_unchecked(self.elem_offsets.into()),
+                        Buffer::from_vec(self.elem_data),
+                        None,
+                    )
+                })
+            }
+            Resolution::Json if self.exact => Arc::new(BinaryArray::new(
+                OffsetBuffer::new(self.elem_offsets.into()),
+                Buffer::from_vec(self.elem_data),
+                None,
+            )),
+            Resolution::Json => {
+                // SAFETY: monotonic offsets; the text was produced as Rust strings.
+                Arc::new(unsafe {
+                    StringArray::new_unchecked(
+                        OffsetBuffer::new_unchecked(self.elem_offsets.into()),
+                        Buffer::from_vec(self.elem_data),
+                        None,
+                    )
+                })
+            }
+            r => {
+                let data = ArrayDataBuilder::new(r.arrow_type(false))
+                    .len(rows * n)
+                    .add_buffer(self.values.into())
+                    .build()?;
+                make_array(data)
+            }
+        };
+        let vector = FixedSizeListArray::try_new_with_length(item, n as i32, values, None, rows)?;
+        let nulls = NullBuffer::new(self.app_valid.finish());
+        let nulls = (nulls.null_count() > 0).then_some(nulls);
+        let app: ArrayRef = if self.exact {
+            Arc::new(BinaryArray::try_new(
+                OffsetBuffer::new(self.app_offsets.into()),
+                Buffer::from_vec(self.app_data),
+                nulls,
+            )?)
+        } else {
+            // SAFETY: monotonic offsets; the text was produced as Rust strings.
+            Arc::new(unsafe {
+                StringArray::new_unchecked(
+                    OffsetBuffer::new_unchecked(self.app_offsets.into()),
+                    Buffer::from_vec(self.app_data),
+                    nulls,
+                )
+            })
+        };
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(vector), app];
+        if self.with_offsets {
+            columns.push(Arc::new(UInt64Array::from(self.offsets)));
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            schema, columns, &options,
+        )?)
+    }
+}
+
+/// One block as `inspect` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockInfo {
+    pub kind: u8,
+    pub offset: u64,
+    pub length: u32,
+    /// Points: the vector's compression code (low 3 bits of its option byte).
+    pub compression: Option<u8>,
+}
+
+/// The block structure of a file, for `inspect`.
+#[derive(Debug, Clone, Default)]
+pub struct Description {
+    pub meta: Option<Meta>,
+    pub live_points: u64,
+    pub blank_blocks: u64,
+    pub unknown_blocks: u64,
+    /// Number of live points per compression code 0–7.
+    pub compression_counts: [u64; 8],
+    /// The first `max_blocks` blocks in file order.
+    pub blocks: Vec<BlockInfo>,
+    pub terminal: Option<u64>,
+    /// Bytes after the terminal (ignored by readers).
+    pub trailing_bytes: u64,
+    pub file_size: u64,
+}
+
+impl VsFile {
+    /// Walks every block (leniently at the end of the file; the terminal says whether `'$'`
+    /// was there) and lists the first `max_blocks` of them.
+    pub fn describe(&self, max_blocks: usize) -> Result<Description> {
+        let bytes: &[u8] = &self.bytes;
+        let mut d = Description {
+            meta: self.meta.clone(),
+            file_size: bytes.len() as u64,
+            ..Description::default()
+        };
+        let mut blocks = Blocks::new(bytes, 4, codec::EofMode::Lenient);
+        let result = (|| {
+            while let Some(b) = blocks.next_block()? {
+                let mut compression = None;
+                match b.kind {
+                    codec::POINT => {
+                        d.live_points += 1;
+                        let point = codec::parse_point(&b, self.options.parse.varint)?;
+                        let code = point.vec_option & 7;
+                        d.compression_counts[code as usize] += 1;
+                        compression = Some(code);
+                    }
+                    codec::BLANK => d.blank_blocks += 1,
+                    codec::META => {}
+                    _ => d.unknown_blocks += 1,
+                }
+                if d.blocks.len() < max_blocks {
+                    d.blocks.push(BlockInfo {
+                        kind: b.kind,
+                        offset: b.offset,
+                        length: b.payload.len() as u32,
+                        compression,
+                    });
+                }
+            }
+            Ok::<(), Error>(())
+        })();
+        result.map_err(|e| attach(e, self.path()))?;
+        d.terminal = blocks.terminal;
+        if let Some(t) = d.terminal {
+            d.trailing_bytes = d.file_size - t - 1;
+        }
+        Ok(d)
+    }
+}

@@ -1,0 +1,243 @@
+//! The command line on bcolz directories: inspect (with --verify), head, convert both ways and
+//! --append, and clean failures (exit code 1, one `error:` line, nothing left behind).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::Value;
+
+fn arrowsmith(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .output()
+        .expect("run arrowsmith")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/bcolz/datasets")
+        .join(name)
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_ok(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A failure: exit 1 (data or I/O) or 2 (usage: an option, an existing target), never a panic.
+#[track_caller]
+fn assert_fails(out: &Output, needle: &str) {
+    assert!(
+        matches!(out.status.code(), Some(1 | 2)),
+        "stderr: {}",
+        stderr(out)
+    );
+    let err = stderr(out);
+    assert!(
+        err.starts_with("error:") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+}
+
+fn read_parquet(path: &Path) -> RecordBatch {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    arrow::compute::concat_batches(&schema, &batches).unwrap()
+}
+
+#[test]
+fn inspect_tells_kind_columns_cparams_chunks_and_attrs() {
+    let out = assert_ok(&arrowsmith(&[
+        "inspect",
+        p(&fixture("ctable_mixed")),
+        "--json",
+    ]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let text = v.to_string();
+    assert!(text.contains("\"kind\":\"ctable\""), "{text}");
+    for needle in [
+        "\"dtype\":\"<U8\"",
+        "\"chunklen\":4096",
+        "\"cname\":\"lz4\"",
+        "\"chunks\":1",
+        "\"ratio\":",
+        "make.py",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in {text}");
+    }
+    let out = assert_ok(&arrowsmith(&[
+        "inspect",
+        p(&fixture("cp_zstd_sh1")),
+        "--verify",
+    ]));
+    assert!(
+        out.contains("bcolz carray, 40000 rows") && out.contains("zstd"),
+        "{out}"
+    );
+    let out = assert_ok(&arrowsmith(&["head", p(&fixture("unicode_U5"))]));
+    assert!(out.contains("😀"), "{out}");
+}
+
+#[test]
+fn verify_finds_a_damaged_chunk_that_inspect_alone_does_not_decode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::create_dir_all(dir.join("meta")).unwrap();
+    for f in [
+        "__attrs__",
+        "meta/sizes",
+        "meta/storage",
+        "data/__0.blp",
+        "data/__1.blp",
+        "data/__2.blp",
+    ] {
+        std::fs::copy(fixture("cp_lz4_sh1").join(f), dir.join(f)).unwrap();
+    }
+    let blp = dir.join("data/__1.blp");
+    let mut bytes = std::fs::read(&blp).unwrap();
+    let n = bytes.len();
+    bytes[40..n - 8].iter_mut().for_each(|b| *b = 0xFF);
+    std::fs::write(&blp, &bytes).unwrap();
+    assert_ok(&arrowsmith(&["inspect", p(&dir)]));
+    let out = arrowsmith(&["inspect", p(&dir), "--verify"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("__1.blp")
+            || String::from_utf8_lossy(&out.stdout).contains("__1.blp")
+    );
+}
+
+#[test]
+fn convert_both_ways_and_append() {
+    let tmp = tempfile::tempdir().unwrap();
+    let parquet = tmp.path().join("z.parquet");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&fixture("ctable_zipline_like")),
+        p(&parquet),
+    ]));
+    let table = read_parquet(&parquet);
+    assert_eq!(table.num_rows(), 1835);
+
+    let out = tmp.path().join("z.bcolz");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&parquet),
+        p(&out),
+        "--compression",
+        "zlib:3",
+        "--bcolz-shuffle",
+        "2",
+    ]));
+    let storage = std::fs::read_to_string(out.join("open/meta/storage")).unwrap();
+    assert_eq!(
+        storage,
+        "{\"dtype\": \"uint32\", \"cparams\": {\"clevel\": 3, \"shuffle\": 2, \"cname\": \"zlib\", \"quantize\": 0}, \"chunklen\": 16384, \"expectedlen\": 1835, \"dflt\": 0}\n"
+    );
+    // An existing target is refused unless --overwrite; --append adds the rows in place.
+    assert_fails(
+        &arrowsmith(&["convert", p(&parquet), p(&out)]),
+        "already exists",
+    );
+    assert_ok(&arrowsmith(&["convert", p(&parquet), p(&out), "--append"]));
+    let back = tmp.path().join("back.parquet");
+    assert_ok(&arrowsmith(&["convert", p(&out), p(&back)]));
+    let twice = read_parquet(&back);
+    assert_eq!(twice.num_rows(), 2 * 1835);
+    let a = table
+        .column_by_name("close")
+        .unwrap()
+        .as_primitive::<UInt32Type>();
+    let b = twice
+        .column_by_name("close")
+        .unwrap()
+        .as_primitive::<UInt32Type>();
+    assert_eq!(a.values()[..], b.values()[1835..]);
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&parquet),
+        p(&out),
+        "--overwrite",
+        "--bcolz-chunklen",
+        "100",
+    ]));
+    assert_eq!(std::fs::read_dir(out.join("id/data")).unwrap().count(), 19);
+    // bcolz-only options are refused for other outputs.
+    assert_fails(
+        &arrowsmith(&[
+            "convert",
+            p(&out),
+            p(&tmp.path().join("x.parquet")),
+            "--bcolz-carray",
+        ]),
+        "bcolz",
+    );
+}
+
+#[test]
+fn failures_exit_1_and_leave_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x.parquet");
+    assert_fails(
+        &arrowsmith(&["convert", p(&fixture("object_pickled")), p(&out)]),
+        "object",
+    );
+    assert!(!out.exists());
+    // NaT becomes null, which bcolz cannot store without --bcolz-nulls-as-nan.
+    let arrow = tmp.path().join("t.arrow");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&fixture("datetime64_ns")),
+        p(&arrow),
+    ]));
+    let target = tmp.path().join("t.bcolz");
+    assert_fails(&arrowsmith(&["convert", p(&arrow), p(&target)]), "null");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&arrow),
+        p(&target),
+        "--bcolz-nulls-as-nan",
+        "--bcolz-carray",
+    ]));
+    assert!(target.join("meta/sizes").is_file());
+    // A missing chunk file: the error names it.
+    let broken = tmp.path().join("broken");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&arrow),
+        p(&broken),
+        "--to",
+        "bcolz",
+        "--bcolz-nulls-as-nan",
+        "--bcolz-chunklen",
+        "100",
+    ]));
+    std::fs::remove_file(broken.join("data/__3.blp")).unwrap();
+    assert_fails(&arrowsmith(&["convert", p(&broken), p(&out)]), "__3.blp");
+    assert!(!out.exists());
+}

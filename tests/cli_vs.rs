@@ -1,0 +1,173 @@
+//! `arrowsmith convert` both ways, `convert --append` and `inspect` on VS files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/vs")
+        .join(name)
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+macro_rules! cli {
+    ($($a:expr),* $(,)?) => { run(&[$(std::ffi::OsStr::new(&$a)),*]) };
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn inspect(path: &Path) -> Value {
+    serde_json::from_str(&ok(&cli!("inspect", path, "--json"))).unwrap()
+}
+
+#[test]
+fn vs_to_arrow_to_vs_and_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("p.arrow");
+    let back = dir.path().join("p.vs");
+    ok(&cli!("convert", data("f64_r1_plain.vs"), arrow));
+    ok(&cli!("convert", arrow, back));
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        std::fs::read(data("f64_r1_plain.vs")).unwrap()
+    );
+    // Appending the same three points again, snappy-compressed.
+    ok(&cli!(
+        "convert",
+        arrow,
+        back,
+        "--append",
+        "--compression",
+        "snappy"
+    ));
+    let report = inspect(&back);
+    assert_eq!(report["rows"], 6);
+    let s = &report["structure"];
+    assert_eq!(s["points"], 6);
+    assert_eq!(s["compression"]["none"], 3);
+    assert_eq!(s["compression"]["snappy"], 3);
+    assert_eq!(s["meta"]["dimensions"], serde_json::json!([3]));
+    assert_eq!(s["meta"]["attributes"]["name"], "demo");
+    // Parquet keeps the tensor tag through the field metadata.
+    let pq = dir.path().join("p.parquet");
+    ok(&cli!("convert", back, pq));
+    let again = dir.path().join("again.vs");
+    ok(&cli!("convert", pq, again, "--compression", "gzip"));
+    assert_eq!(inspect(&again)["structure"]["compression"]["gzip"], 6);
+}
+
+#[test]
+fn inspect_lists_blocks_with_offsets() {
+    let report = inspect(&data("bool_r1_deleted.vs"));
+    let s = &report["structure"];
+    assert_eq!(s["points"], 2);
+    assert_eq!(s["blank_blocks"], 2);
+    let blocks: Vec<(String, u64)> = s["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["kind"].as_str().unwrap().to_string(),
+                b["offset"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            ("meta".to_string(), 4),
+            ("blank".to_string(), 16),
+            ("point".to_string(), 21),
+            ("blank".to_string(), 40),
+            ("point".to_string(), 59)
+        ]
+    );
+    assert_eq!(s["terminal"], 78);
+    let text = ok(&cli!("inspect", data("i16_r2_gzip.vs")));
+    assert!(text.contains("vector compression: gzip × 2"), "{text}");
+    // A file without its terminal: inspect says so.
+    let text = ok(&cli!("inspect", data("no_terminal.vs")));
+    assert!(text.contains("no terminal '$'"), "{text}");
+}
+
+#[test]
+fn bad_input_fails_with_one_line_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.arrow");
+    let r = cli!("convert", data("bad_truncated_block.vs"), out);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8(r.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad_truncated_block.vs"), "{err}");
+    assert!(err.contains("runs past end of file"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    let r = cli!("convert", data("no_terminal.vs"), out);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("missing terminal"));
+    ok(&cli!(
+        "convert",
+        data("no_terminal.vs"),
+        out,
+        "--lenient-eof"
+    ));
+    let r = cli!("convert", out, dir.path().join("y.parquet"), "--append");
+    assert_eq!(r.status.code(), Some(2));
+    let r = cli!(
+        "convert",
+        out,
+        dir.path().join("y.vs"),
+        "--compression",
+        "lz4"
+    );
+    assert_eq!(r.status.code(), Some(2));
+}
+
+#[test]
+fn exact_mode_and_msb_first_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("j.arrow");
+    ok(&cli!(
+        "convert",
+        data("json_r1.vs"),
+        arrow,
+        "--app-data",
+        "msgpack"
+    ));
+    let back = dir.path().join("j.vs");
+    ok(&cli!("convert", arrow, back));
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        std::fs::read(data("json_r1.vs")).unwrap()
+    );
+    let mut bytes = std::fs::read(data("f32_r1_d200_snappy.vs")).unwrap();
+    bytes[10..12].copy_from_slice(&[0x81, 0x48]);
+    let msb = dir.path().join("msb.vs");
+    std::fs::write(&msb, bytes).unwrap();
+    assert!(!cli!("convert", msb, dir.path().join("a.arrow"))
+        .status
+        .success());
+    ok(&cli!(
+        "convert",
+        msb,
+        dir.path().join("a.arrow"),
+        "--varint",
+        "msb-first"
+    ));
+}

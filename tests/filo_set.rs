@@ -1,0 +1,320 @@
+//! Filo sets (specs/filo.md section 14): the checked-in `data/filo/set.filo` built from golden
+//! vectors, written sets read back, projection, missing files, chunking and bad schemas.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::compute::concat_batches;
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use arrowsmith::filo::{self, FiloType, Hint, ReaderBuilder, Writer, WriterOptions};
+use arrowsmith::{ErrorClass, Format, ReadOptions};
+
+fn set() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/filo/set.filo")
+}
+
+fn read_all(builder: ReaderBuilder, path: &Path) -> Vec<RecordBatch> {
+    builder
+        .build(path)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap()
+}
+
+#[test]
+fn the_checked_in_set_reads_with_its_missing_file_as_na() {
+    let batches = read_all(ReaderBuilder::new(), &set());
+    assert_eq!(batches.len(), 2, "one batch per chunk");
+    let all = concat_batches(&batches[0].schema(), &batches).unwrap();
+    assert_eq!(all.schema().field(0).data_type(), &DataType::Int32);
+    assert_eq!(all.schema().field(1).data_type(), &DataType::Int64);
+    let a = all.column(0).as_primitive::<Int32Type>();
+    let want_a = [
+        None,
+        Some(101),
+        Some(102),
+        Some(103),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ];
+    assert_eq!(a.iter().collect::<Vec<_>>(), want_a);
+    let b = all.column(1).as_primitive::<Int64Type>();
+    let want_b = [
+        None,
+        None,
+        None,
+        None,
+        None,
+        Some(0),
+        Some(1),
+        Some(2),
+        Some(3),
+        Some(4),
+    ];
+    assert_eq!(b.iter().collect::<Vec<_>>(), want_b);
+    // Detected as a Filo set by its schema.json.
+    assert_eq!(Format::detect(&set()).unwrap(), Format::Filo);
+    let reader = arrowsmith::open(set(), &ReadOptions::default()).unwrap();
+    assert_eq!(reader.count(), 2);
+}
+
+#[test]
+fn projection_opens_only_the_selected_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("p.filo");
+    copy_dir(&set(), &copy);
+    // Damage column a's file: reading only b must not notice.
+    std::fs::write(copy.join("chunk-00000/0.bin"), b"\x09\0\0\0").unwrap();
+    let batches = read_all(ReaderBuilder::new().with_projection(["b"]), &copy);
+    assert_eq!(batches[0].num_columns(), 1);
+    assert_eq!(batches[1].column(0).len(), 5);
+    let err = ReaderBuilder::new()
+        .build(&copy)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_err();
+    let err = arrowsmith::Error::from_arrow_owned(err);
+    assert_eq!(err.class(), ErrorClass::UnknownType);
+    assert!(err.to_string().contains("chunk-00000/0.bin"), "{err}");
+    assert!(err.to_string().contains("column 0 \"a\""), "{err}");
+}
+
+#[test]
+fn a_vector_of_the_wrong_length_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("p.filo");
+    copy_dir(&set(), &copy);
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/filo/vectors/int_i8.bin"),
+        copy.join("chunk-00001/1.bin"),
+    )
+    .unwrap();
+    let err = ReaderBuilder::new()
+        .build(&copy)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_err();
+    let err = arrowsmith::Error::from_arrow_owned(err);
+    assert_eq!(err.class(), ErrorClass::RowCountMismatch, "{err}");
+}
+
+#[test]
+fn bad_schemas_are_named_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            r#"{"format":"x","version":1,"columns":[{"name":"a","filo_type":"Int"}],"chunks":[]}"#,
+            "format",
+        ),
+        (
+            r#"{"format":"arrowsmith-filo-set","version":2,"columns":[{"name":"a","filo_type":"Int"}],"chunks":[]}"#,
+            "version",
+        ),
+        (
+            r#"{"format":"arrowsmith-filo-set","version":1,"columns":[],"chunks":[]}"#,
+            "columns",
+        ),
+        (
+            r#"{"format":"arrowsmith-filo-set","version":1,"columns":[{"name":"a","filo_type":"int"}],"chunks":[]}"#,
+            "columns[0]",
+        ),
+        (
+            r#"{"format":"arrowsmith-filo-set","version":1,"columns":[{"name":"a","filo_type":"Int"},{"name":"a","filo_type":"Int"}],"chunks":[]}"#,
+            "columns[1]",
+        ),
+        (
+            r#"{"format":"arrowsmith-filo-set","version":1,"columns":[{"name":"a","filo_type":"Int"}],"chunks":[{"rows":0}]}"#,
+            "chunks[0].rows",
+        ),
+        (
+            r#"{"format":"arrowsmith-filo-set","version":1,"columns":[{"name":"a","filo_type":"Int"}],"chunks":[{"rows":16777216}]}"#,
+            "chunks[0].rows",
+        ),
+        ("not json", "schema.json"),
+    ];
+    for (i, (text, field)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("{i}.filo"));
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("schema.json"), text).unwrap();
+        let err = ReaderBuilder::new().build(&path).err().unwrap();
+        assert_eq!(err.class(), ErrorClass::BadMeta, "{text}: {err}");
+        assert_eq!(err.field(), Some(*field), "{text}: {err}");
+    }
+}
+
+fn sample(rows: usize) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("n", DataType::Int32, true),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("x", DataType::Float64, true),
+        Field::new("dt", filo::mapping::datetime_type(), true),
+    ]));
+    let n: ArrayRef = Arc::new(Int32Array::from_iter(
+        (0..rows).map(|i| (i % 7 != 3).then_some(1000 + (i % 50) as i32)),
+    ));
+    let name: ArrayRef = Arc::new(StringArray::from_iter(
+        (0..rows).map(|i| (i % 5 != 0).then(|| ["red", "green", "blue"][i % 3])),
+    ));
+    let x: ArrayRef = Arc::new(Float64Array::from_iter(
+        (0..rows).map(|i| (i % 11 != 0).then_some(i as f64 / 4.0)),
+    ));
+    let millis = arrow_array::PrimitiveArray::<TimestampMillisecondType>::from_iter_values(
+        (0..rows).map(|i| 1_300_000_000_000 + i as i64 * 1000),
+    )
+    .with_timezone("UTC");
+    let qh =
+        arrow_array::Int8Array::from_iter_values(
+            (0..rows).map(|i| if i % 2 == 0 { -20 } else { 22 }),
+        );
+    let dt: ArrayRef = Arc::new(
+        arrow_array::StructArray::try_new(
+            filo::mapping::datetime_fields(),
+            vec![Arc::new(millis), Arc::new(qh)],
+            Some(arrow_buffer::NullBuffer::from(
+                (0..rows).map(|i| i % 13 != 0).collect::<Vec<_>>(),
+            )),
+        )
+        .unwrap(),
+    );
+    RecordBatch::try_new(schema, vec![n, name, x, dt]).unwrap()
+}
+
+#[test]
+fn written_sets_read_back_chunk_by_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.filo");
+    let input = sample(1000);
+    let mut writer = Writer::try_new(
+        &path,
+        input.schema(),
+        WriterOptions::default().with_chunk_size(300),
+    )
+    .unwrap();
+    // Batches that straddle chunk boundaries.
+    writer.write(&input.slice(0, 250)).unwrap();
+    writer.write(&input.slice(250, 700)).unwrap();
+    writer.write(&input.slice(950, 50)).unwrap();
+    let summary = writer.finish().unwrap();
+    assert_eq!(summary.rows, 1000);
+    let info = filo::SetInfo::open(&path).unwrap();
+    assert_eq!(info.chunks, vec![300, 300, 300, 100]);
+    assert_eq!(info.columns[3].filo_type, FiloType::DateTime);
+    assert!(std::fs::read_to_string(path.join("schema.json"))
+        .unwrap()
+        .ends_with("}\n"));
+    // Each file is one vector of the chunk's rows, with filo's encodings.
+    let v = filo::inspect(&std::fs::read(filo::column_file(&path, 0, 0)).unwrap()).unwrap();
+    assert_eq!((v.wire_type, v.len), (filo::WireType::DiffPrimitive, 300));
+    let v = filo::inspect(&std::fs::read(filo::column_file(&path, 3, 1)).unwrap()).unwrap();
+    assert_eq!(v.wire_type, filo::WireType::DictString);
+
+    let batches = read_all(ReaderBuilder::new(), &path);
+    assert_eq!(
+        batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+        vec![300, 300, 300, 100]
+    );
+    let back = concat_batches(&batches[0].schema(), &batches).unwrap();
+    assert_eq!(back.schema(), input.schema());
+    for c in 0..3 {
+        assert_eq!(
+            back.column(c).to_data(),
+            input.column(c).to_data(),
+            "column {c}"
+        );
+    }
+    let (a, b) = (back.column(3).as_struct(), input.column(3).as_struct());
+    for i in 0..1000 {
+        assert_eq!(a.is_valid(i), b.is_valid(i));
+        if b.is_valid(i) {
+            assert_eq!(
+                a.column(0)
+                    .as_primitive::<TimestampMillisecondType>()
+                    .value(i),
+                b.column(0)
+                    .as_primitive::<TimestampMillisecondType>()
+                    .value(i)
+            );
+            assert_eq!(
+                a.column(1).as_primitive::<Int8Type>().value(i),
+                b.column(1).as_primitive::<Int8Type>().value(i)
+            );
+        }
+    }
+
+    // Batch size splits chunks; limit cuts.
+    let batches = read_all(
+        ReaderBuilder::new()
+            .with_batch_size(128)
+            .with_limit(500)
+            .with_projection(vec![2usize, 0]),
+        &path,
+    );
+    assert_eq!(
+        batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+        vec![128, 128, 44, 128, 72]
+    );
+    assert_eq!(batches[0].schema().field(0).name(), "x");
+
+    // An existing set is refused unless overwriting.
+    assert!(Writer::try_new(&path, input.schema(), WriterOptions::default()).is_err());
+    let mut w = Writer::try_new(
+        &path,
+        input.schema(),
+        WriterOptions::default()
+            .with_overwrite(true)
+            .with_hint(Hint::SimpleEncoding),
+    )
+    .unwrap();
+    w.write(&input.slice(0, 10)).unwrap();
+    w.finish().unwrap();
+    assert_eq!(filo::SetInfo::open(&path).unwrap().chunks, vec![10]);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+}
+
+#[test]
+fn a_failed_write_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.filo");
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "t",
+        DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+        true,
+    )]));
+    let t: ArrayRef = Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![1_500]));
+    let mut w = Writer::try_new(
+        &path,
+        schema.clone(),
+        WriterOptions::default().with_chunk_size(1),
+    )
+    .unwrap();
+    let err = w
+        .write(&RecordBatch::try_new(schema, vec![t]).unwrap())
+        .unwrap_err();
+    assert_eq!(err.class(), ErrorClass::ValueOutOfRange);
+    drop(w);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! Every VS fixture against its manifest: meta, Arrow types and every value; rejected files must
+//! fail with the error their manifest names.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, RecordBatch, RecordBatchReader};
+use arrow_schema::DataType;
+use arrowsmith::vs::{AppDataMode, ReaderBuilder};
+use arrowsmith::Error;
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/vs")
+}
+
+fn manifest() -> serde_json::Map<String, Value> {
+    let text = std::fs::read_to_string(fixtures().join("manifest.json")).unwrap();
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+/// The flattened vector of row `row` as JSON values.
+fn vector_values(batch: &RecordBatch, row: usize) -> Vec<Value> {
+    let list = batch.column(0).as_fixed_size_list();
+    let values = list.value(row);
+    let n = values.len();
+    macro_rules! ints {
+        ($t:ty) => {
+            (0..n)
+                .map(|i| Value::from(values.as_primitive::<$t>().value(i)))
+                .collect()
+        };
+    }
+    match values.data_type() {
+        DataType::Boolean => (0..n)
+            .map(|i| Value::from(values.as_boolean().value(i)))
+            .collect(),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Float32 => (0..n)
+            .map(|i| Value::from(values.as_primitive::<Float32Type>().value(i) as f64))
+            .collect(),
+        DataType::Float64 => ints!(Float64Type),
+        DataType::Utf8 => (0..n)
+            .map(|i| Value::from(values.as_string::<i32>().value(i)))
+            .collect(),
+        other => panic!("no manifest comparison for {other}"),
+    }
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        _ => a == b,
+    }
+}
+
+fn check_valid(name: &str, entry: &Value, lenient: bool) {
+    let path = fixtures().join(name);
+    let reader = ReaderBuilder::new()
+        .with_lenient_eof(lenient)
+        .with_batch_size(2)
+        .build(&path)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let md = schema.metadata();
+    assert_eq!(md["vs.version"], entry["version"].to_string(), "{name}");
+    let meta = &entry["meta"];
+    if meta.is_null() {
+        assert_eq!(md["vs.meta"], "absent");
+        assert_eq!(schema.fields().len(), 1);
+        assert!(batches.iter().all(|b| b.num_rows() == 0));
+        return;
+    }
+    for key in ["rank", "resolution", "pack", "paging"] {
+        assert_eq!(
+            md[&format!("vs.{key}")],
+            meta[key].to_string(),
+            "{name} {key}"
+        );
+    }
+    assert_eq!(
+        md["vs.resolution_name"],
+        meta["resolution_name"].as_str().unwrap()
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&md["vs.dimensions"]).unwrap(),
+        meta["dimensions"]
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&md["vs.attributes"]).unwrap(),
+        meta["attributes"],
+        "{name}"
+    );
+    let vector = schema.field(0);
+    let n = entry["element_count"].as_u64().unwrap() as i32;
+    match vector.data_type() {
+        DataType::FixedSizeList(item, size) => {
+            assert_eq!(*size, n, "{name}");
+            assert!(!item.is_nullable());
+        }
+        other => panic!("{name}: vector is {other}"),
+    }
+    let resolution = meta["resolution"].as_i64().unwrap();
+    let shape = format!("{{\"shape\":{}}}", md["vs.dimensions"]);
+    if resolution < 100 {
+        assert_eq!(
+            vector.metadata()["ARROW:extension:name"],
+            "arrow.fixed_shape_tensor"
+        );
+        assert_eq!(vector.metadata()["ARROW:extension:metadata"], shape);
+    } else {
+        assert_eq!(vector.metadata()["vs.shape"], md["vs.dimensions"]);
+    }
+    assert_eq!(
+        schema.field(1).metadata()["ARROW:extension:name"],
+        "arrow.json"
+    );
+
+    let points = entry["points"].as_array().unwrap();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, points.len(), "{name}");
+    let mut i = 0;
+    for batch in &batches {
+        assert!(batch.num_rows() <= 2);
+        for row in 0..batch.num_rows() {
+            let want = &points[i];
+            let app = batch.column(1).as_string::<i32>();
+            let got_app = if app.is_null(row) {
+                Value::Null
+            } else {
+                serde_json::from_str(app.value(row)).unwrap()
+            };
+            assert_eq!(got_app, want["app_data"], "{name} point {i}");
+            let got: Vec<Value> = if resolution == 101 {
+                let list = batch.column(0).as_fixed_size_list().value(row);
+                let s = list.as_string::<i32>();
+                (0..s.len())
+                    .map(|k| serde_json::from_str(s.value(k)).unwrap())
+                    .collect()
+            } else {
+                vector_values(batch, row)
+            };
+            let want_vec = want["vector"].as_array().unwrap();
+            assert!(
+                got.len() == want_vec.len() && got.iter().zip(want_vec).all(|(a, b)| same(a, b)),
+                "{name} point {i}: got {got:?}, want {want_vec:?}"
+            );
+            i += 1;
+        }
+    }
+}
+
+#[test]
+fn every_fixture_matches_its_manifest() {
+    let manifest = manifest();
+    let mut seen = 0;
+    for (name, entry) in &manifest {
+        seen += 1;
+        let path = fixtures().join(name);
+        match &entry["valid"] {
+            Value::Bool(true) => {
+                check_valid(name, entry, false);
+                check_valid(name, entry, true);
+            }
+            Value::String(s) if s == "lenient-only" => {
+                let e = ReaderBuilder::new()
+                    .build(&path)
+                    .and_then(|r| {
+                        r.collect::<Result<Vec<_>, _>>()
+                            .map_err(Error::from_arrow_owned)
+                    })
+                    .map(|_| ())
+                    .expect_err(name);
+                let want = entry["error"].as_str().unwrap();
+                assert!(e.to_string().contains(want), "{name}: {e}");
+                assert!(e.to_string().contains(name.as_str()), "{name}: {e}");
+                check_valid(name, entry, true);
+            }
+            Value::Bool(false) => {
+                for lenient in [false, true] {
+                    let e = ReaderBuilder::new()
+                        .with_lenient_eof(lenient)
+                        .build(&path)
+                        .and_then(|r| {
+                            r.collect::<Result<Vec<_>, _>>()
+                                .map_err(Error::from_arrow_owned)
+                        })
+                        .map(|_| ())
+                        .expect_err(name);
+                    let want = entry["error"].as_str().unwrap();
+                    assert!(e.to_string().contains(want), "{name}: {e}");
+                    assert!(e.to_string().contains(name.as_str()), "{name}: {e}");
+                }
+            }
+            other => panic!("{name}: valid = {other}"),
+        }
+    }
+    assert_eq!(seen, 11);
+}
+
+#[test]
+fn deleted_point_and_blank_block_give_no_row_and_offsets_are_block_starts() {
+    let reader = ReaderBuilder::new()
+        .with_offsets(true)
+        .build(fixtures().join("bool_r1_deleted.vs"))
+        .unwrap();
+    let batch = reader.into_iter().next().unwrap().unwrap();
+    let offsets = batch.column(2).as_primitive::<UInt64Type>();
+    // header 4 + meta 12 + blank 5 = 21; live point 19 bytes, deleted 19 bytes.
+    assert_eq!(offsets.values().to_vec(), vec![21, 59]);
+    let bytes = std::fs::read(fixtures().join("bool_r1_deleted.vs")).unwrap();
+    assert!(offsets.values().iter().all(|&o| bytes[o as usize] == b'P'));
+}
+
+#[test]
+fn exact_mode_keeps_msgpack_bytes() {
+    let reader = ReaderBuilder::new()
+        .with_app_data(AppDataMode::Msgpack)
+        .build(fixtures().join("json_r1.vs"))
+        .unwrap();
+    let schema = reader.schema();
+    assert_eq!(schema.metadata()["vs.attributes.msgpack"], "gA==");
+    let batch = reader.into_iter().next().unwrap().unwrap();
+    let app = batch.column(1).as_binary::<i32>();
+    assert_eq!(app.value(0), [0x81, 0xA2, b'i', b'd', 0x01]);
+    let elems = batch.column(0).as_fixed_size_list().value(0);
+    let elems = elems.as_binary::<i32>();
+    assert_eq!(elems.value(0), [0x81, 0xA1, b'a', 0x01]);
+    assert_eq!(elems.value(1), [0x93, 0x01, 0xA1, b'x', 0xC0]);
+}
+
+#[test]
+fn projection_and_limit() {
+    let reader = ReaderBuilder::new()
+        .with_projection(["app_data"])
+        .with_limit(2)
+        .build(fixtures().join("f64_r1_plain.vs"))
+        .unwrap();
+    let batches: Vec<_> = reader.collect::<Result<_, _>>().unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    assert_eq!(batches[0].num_columns(), 1);
+    assert_eq!(
+        batches[0].column(0).as_string::<i32>().value(1),
+        r#"{"id":2,"label":"b"}"#
+    );
+}
