@@ -232,6 +232,57 @@ fn binary_formats_keep_types_exactly() {
 }
 
 #[test]
+fn binary_formats_keep_schema_and_field_metadata() {
+    use std::collections::HashMap;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = rich_batch();
+    let fields: Vec<_> = plain
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            let meta = HashMap::from([("origin.dtype".to_string(), format!("{}!", f.name()))]);
+            f.as_ref().clone().with_metadata(meta)
+        })
+        .collect();
+    let schema = Arc::new(
+        arrow_schema::Schema::new(fields).with_metadata(HashMap::from([(
+            "origin.attrs".to_string(),
+            r#"{"note": "kept"}"#.to_string(),
+        )])),
+    );
+    let batch = RecordBatch::try_new(schema.clone(), plain.columns().to_vec()).unwrap();
+    for from in ["parquet", "arrow", "arrows"] {
+        let input = dir.path().join(format!("meta.{from}"));
+        write(&input, format(from), &batch, 3);
+        for to in ["parquet", "arrow", "arrows"] {
+            let output = dir.path().join(format!("meta-{from}.{to}"));
+            assert_ok(&arrowsmith(&["convert", p(&input), p(&output)]));
+            let (back, batches) = read(&output, format(to));
+            assert_eq!(back, schema, "{from} -> {to}");
+            for b in &batches {
+                assert_eq!(b.schema(), schema, "{from} -> {to}: a batch's schema");
+            }
+            let picked = dir.path().join(format!("meta-{from}-picked.{to}"));
+            assert_ok(&arrowsmith(&[
+                "convert",
+                p(&input),
+                p(&picked),
+                "--columns",
+                "dict,ints",
+            ]));
+            let (back, _) = read(&picked, format(to));
+            assert_eq!(
+                back.metadata(),
+                schema.metadata(),
+                "{from} -> {to} projected"
+            );
+            assert_eq!(back.field(0), schema.field(3), "{from} -> {to} projected");
+        }
+    }
+}
+
+#[test]
 fn explicit_formats_override_names() {
     let dir = tempfile::tempdir().unwrap();
     let batch = plain_batch(50);

@@ -204,6 +204,12 @@ impl<R: Iterator<Item = Result<RecordBatch, ArrowError>>> Adapted<R> {
                 Err(e) => return Some(Err(arrow_error(e, &self.path))),
             },
         };
+        if !Arc::ptr_eq(&batch.schema(), &self.schema) && batch.schema() != self.schema {
+            batch = match batch.with_schema(self.schema.clone()) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(arrow_error(e, &self.path))),
+            };
+        }
         if batch.num_rows() > self.max_rows {
             self.pending = Some(batch.slice(self.max_rows, batch.num_rows() - self.max_rows));
             batch = batch.slice(0, self.max_rows);

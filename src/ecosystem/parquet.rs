@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
@@ -26,6 +27,10 @@ pub(crate) fn open(
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let file = File::open(path).in_file(path)?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).in_file(path)?;
+    // The built reader's schema (and its batches') lose the schema-level metadata that the
+    // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
+    // file; put it back so a round trip through Parquet keeps it.
+    let file_metadata = builder.schema().metadata().clone();
     let plan = ProjectionPlan::new(options, builder.schema(), path)?;
     let mut order = None;
     if let Some(plan) = plan {
@@ -38,7 +43,13 @@ pub(crate) fn open(
         builder = builder.with_limit(limit);
     }
     let reader = builder.build().in_file(path)?;
-    let schema = reader.schema();
+    let schema = Arc::new(
+        reader
+            .schema()
+            .as_ref()
+            .clone()
+            .with_metadata(file_metadata),
+    );
     Ok(Box::new(Adapted::new(
         reader, schema, path, order, options,
     )?))
