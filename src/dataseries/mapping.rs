@@ -418,27 +418,44 @@ impl Decoder {
     ) -> Result<ArrayRef> {
         let (rs, n, o) = (self.t.record_size, raw.rows, self.order);
         let fixed: &[u8] = &raw.fixed;
-        let mut offsets: Vec<i32> = Vec::with_capacity(n + 1);
-        offsets.push(0);
-        let mut data: Vec<u8> = Vec::with_capacity(raw.var.len().min(n.saturating_mul(64)));
+        // First where each row's value lies (checking its slot), then one exact allocation and
+        // the copies: the value buffer never grows and is never moved.
+        let mut spans: Vec<(u32, u32)> = Vec::with_capacity(n);
+        let mut total = 0usize;
         for (r, rec) in fixed.chunks_exact(rs).enumerate() {
-            let is_null = nulls.is_some_and(|nb| nb.value(r));
             let slot = o.i32(&rec[f.offset..f.offset + 4]);
             let v = var_value(&raw.var, o, slot, self.check_var).map_err(|m| {
                 Error::new(ErrorClass::BadOffsets, m)
                     .with_field(f.name.clone())
                     .at_row(r as u64)
             })?;
-            if !is_null {
-                data.extend_from_slice(v);
-            }
-            if data.len() > i32::MAX as usize {
-                return Err(Error::new(
-                    ErrorClass::BufferSize,
-                    "more than 2 GiB of strings in one extent",
-                )
-                .with_field(f.name.clone()));
-            }
+            let len = if nulls.is_some_and(|nb| nb.value(r)) {
+                0
+            } else {
+                v.len()
+            };
+            // A value lies inside the area (below 2 GiB); an empty one may not, and needs none.
+            let start = if len == 0 {
+                0
+            } else {
+                v.as_ptr() as usize - raw.var.as_ptr() as usize
+            };
+            spans.push((start as u32, len as u32));
+            total += len;
+        }
+        if total > i32::MAX as usize {
+            return Err(Error::new(
+                ErrorClass::BufferSize,
+                "more than 2 GiB of strings in one extent",
+            )
+            .with_field(f.name.clone()));
+        }
+        let mut offsets: Vec<i32> = Vec::with_capacity(n + 1);
+        offsets.push(0);
+        let mut data: Vec<u8> = Vec::with_capacity(total);
+        for &(start, len) in &spans {
+            let start = start as usize;
+            data.extend_from_slice(&raw.var[start..start + len as usize]);
             offsets.push(data.len() as i32);
         }
         let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));

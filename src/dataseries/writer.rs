@@ -391,11 +391,19 @@ impl Hasher for WordHasher {
         for w in &mut words {
             self.add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
         }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
+        // The last partial word is read with loads that overlap bytes already hashed (the
+        // length is hashed too, so no two keys are confused); copying it into a zeroed word
+        // stalls on the store.
+        let n = bytes.len();
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        match words.remainder().len() {
+            0 => {}
+            _ if n >= 8 => self.add(word(n - 8)),
+            4.. => self.add(u64::from(half(0)) << 32 | u64::from(half(n - 4))),
+            r => self.add(
+                u64::from(bytes[0]) << 16 | u64::from(bytes[r / 2]) << 8 | u64::from(bytes[r - 1]),
+            ),
         }
     }
     #[inline]
