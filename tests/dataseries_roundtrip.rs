@@ -590,7 +590,10 @@ fn projection_limit_and_batch_size_across_extents_of_a_packed_type() {
         for (i, c) in columns.iter().enumerate() {
             assert_eq!(
                 got.column(i).to_data(),
-                full.column_by_name(c).unwrap().slice(0, got.num_rows()).to_data(),
+                full.column_by_name(c)
+                    .unwrap()
+                    .slice(0, got.num_rows())
+                    .to_data(),
                 "{columns:?} limit {limit}: column {c}"
             );
         }
