@@ -611,4 +611,23 @@ fn projection_limit_and_batch_size_across_extents_of_a_packed_type() {
             .unwrap()
             .install(|| check(columns, limit, batch_size));
     }
+    // A reader that started on this thread and continues on a one-thread pool, where blocking
+    // for its own queued tasks would never end.
+    let mut r = ReaderBuilder::new()
+        .with_projection(vec!["end"])
+        .build(&path)
+        .unwrap();
+    let first = r.next().unwrap().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let rest: Vec<RecordBatch> = pool.install(move || r.map(|b| b.unwrap()).collect());
+    let mut all = vec![first];
+    all.extend(rest);
+    let got = arrow::compute::concat_batches(&all[0].schema(), &all).unwrap();
+    assert_eq!(
+        got.column(0).to_data(),
+        full.column_by_name("end").unwrap().to_data()
+    );
 }

@@ -288,7 +288,7 @@ impl Reader {
         }
         self.launch();
         if let Some((h, rx)) = self.in_flight.pop_front() {
-            let r = rx.recv().unwrap_or_else(|_| {
+            let r = wait(&rx).unwrap_or_else(|| {
                 Err(Error::new(
                     ErrorClass::BadValue,
                     format!("decoding the extent at offset {} stopped", h.offset),
@@ -298,6 +298,25 @@ impl Reader {
             self.launch();
         }
         Ok(())
+    }
+}
+
+/// The result of a decoding task. A pool thread (a reader moved into the pool after it started)
+/// must not block: it runs other pool work while it waits, so the task cannot starve behind it.
+fn wait(rx: &mpsc::Receiver<Decoded>) -> Option<Decoded> {
+    if rayon::current_thread_index().is_none() {
+        return rx.recv().ok();
+    }
+    loop {
+        match rx.try_recv() {
+            Ok(r) => return Some(r),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) => {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::thread::yield_now();
+                }
+            }
+        }
     }
 }
 
