@@ -133,7 +133,7 @@ LAYOUTS = [
 ]
 
 
-@pytest.mark.parametrize("codec", ["none", "zlib", "bz2"])
+@pytest.mark.parametrize("codec", ["none", "zlib", "bz2", "zlib,bz2"])
 @pytest.mark.parametrize("nullable", [False, True], ids=["not-null", "nullable"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_dataseries_written_file_reads_the_same_through_the_independent_decoder(tmp_path, codec, nullable, layout):
@@ -155,8 +155,11 @@ def test_dataseries_written_file_reads_the_same_through_the_independent_decoder(
     assert list(ds.types) == ["Test::Interop"]
     extents = ds.extents_of("Test::Interop")
     assert len(extents) >= 5, "2500 rows in 16 KiB extents should make several extents"
-    want_mode = {"none": 0, "zlib": 2, "bz2": 3}[codec]
-    assert any(want_mode in x.modes for x in extents), "no part uses %s" % codec
+    ids = {"none": 0, "zlib": 2, "bz2": 3}
+    wanted = {ids[c] for c in codec.split(",")}
+    used = {m for x in extents for m in x.modes}
+    assert wanted & used, "no part uses %s (modes %s)" % (codec, used)
+    assert used <= wanted | {0}, "modes %s used with --compression %s" % (used, codec)
     t = ds.types["Test::Interop"]
     for k, v in layout.items():
         assert k in t.xml and v in t.xml, "the written XML lost %s=%s" % (k, v)
