@@ -2,7 +2,8 @@
 //! time in 2^-32 s, self-relative; int32; two pack_unique variable32 from small vocabularies;
 //! double with pack_scale 1e-6; bool; nullable int64), with none, lz4 and zlib, 1 MiB extents.
 //!
-//! `cargo bench --bench dataseries` (set DS_BENCH_ROWS to change the row count).
+//! `cargo bench --bench dataseries` (set DS_BENCH_ROWS to change the row count, and
+//! DS_BENCH_CODECS=none,lz4 to write and time only those codecs).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -122,7 +123,12 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(8))
         .warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Elements(n as u64));
-    for mode in [Mode::None, Mode::Lz4, Mode::Zlib] {
+    let codecs = std::env::var("DS_BENCH_CODECS").unwrap_or_else(|_| "none,lz4,zlib".into());
+    let modes: Vec<Mode> = codecs
+        .split(',')
+        .map(|c| Mode::from_name(c.trim()).expect("DS_BENCH_CODECS: a DataSeries mode name"))
+        .collect();
+    for mode in modes {
         let path = dir.path().join(format!("trace-{}.ds", mode.name()));
         write(&path, &batches, mode);
         eprintln!(

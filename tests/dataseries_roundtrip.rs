@@ -515,3 +515,119 @@ fn unknown_modes_and_bad_xml_are_clear_errors() {
     let msg = read_bytes(b, false).unwrap_err();
     assert!(msg.contains("XML") || msg.contains("field"), "{msg}");
 }
+
+#[test]
+fn projection_limit_and_batch_size_across_extents_of_a_packed_type() {
+    // Relative fields whose base is not projected, a compacted layout, small extents, and
+    // batches that do not line up with them: every projected read equals the same columns of
+    // the full read, on the calling thread and from inside a rayon pool.
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000;
+    let mut r = Rng(31);
+    let mut t = 0i64;
+    let time: Vec<i64> = (0..n)
+        .map(|_| {
+            t += (r.next() % 5000) as i64;
+            t
+        })
+        .collect();
+    let end: Vec<Option<i64>> = time
+        .iter()
+        .map(|x| (r.next() % 4 != 0).then(|| x + (r.next() % 50) as i64))
+        .collect();
+    let host: Vec<Option<&str>> = (0..n)
+        .map(|i| (i % 11 != 0).then_some(["a", "bb.example", ""][i % 3]))
+        .collect();
+    let schema = Arc::new(
+        Schema::new(vec![
+            Field::new("time", DataType::Int64, false)
+                .with_metadata(md(&[("pack_relative", "time")])),
+            Field::new("end", DataType::Int64, true)
+                .with_metadata(md(&[("pack_relative", "time")])),
+            Field::new("host", DataType::Utf8, true).with_metadata(md(&[("pack_unique", "yes")])),
+            Field::new("flag", DataType::Boolean, false),
+        ])
+        .with_metadata(md(&[("pack_null_compact", "non_bool")])),
+    );
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(time)),
+            Arc::new(Int64Array::from(end)),
+            Arc::new(StringArray::from(host)),
+            Arc::new(BooleanArray::from_iter((0..n).map(|i| Some(i % 3 == 0)))),
+        ],
+    )
+    .unwrap();
+    let path = dir.path().join("p.ds");
+    let slices: Vec<RecordBatch> = (0..n)
+        .step_by(777)
+        .map(|s| batch.slice(s, 777.min(n - s)))
+        .collect();
+    write(
+        &path,
+        &slices,
+        WriterOptions::default()
+            .with_modes([Mode::Lz4])
+            .with_extent_size(8192),
+    );
+    let f = arrowsmith::dataseries::DsFile::open(&path, Default::default()).unwrap();
+    assert!(f.extents.len() > 50, "small extents expected");
+    let full = read_back(&path);
+    assert_same(&batch, &full, "full read");
+    let check = |columns: &[&str], limit: usize, batch_size: usize| {
+        let r = ReaderBuilder::new()
+            .with_projection(columns.to_vec())
+            .with_limit(limit)
+            .with_batch_size(batch_size)
+            .build(&path)
+            .unwrap();
+        let schema = arrow_array::RecordBatchReader::schema(&r);
+        let batches = r.collect::<Result<Vec<_>, _>>().unwrap();
+        assert!(batches.iter().all(|b| b.num_rows() <= batch_size));
+        let got = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(got.num_rows(), limit.min(n), "{columns:?} limit {limit}");
+        for (i, c) in columns.iter().enumerate() {
+            assert_eq!(
+                got.column(i).to_data(),
+                full.column_by_name(c)
+                    .unwrap()
+                    .slice(0, got.num_rows())
+                    .to_data(),
+                "{columns:?} limit {limit}: column {c}"
+            );
+        }
+    };
+    for (columns, limit, batch_size) in [
+        (&["end"][..], usize::MAX, 1000),
+        (&["host", "end"][..], 12_345, 333),
+        (&["flag"][..], 401, 7),
+        (&["end", "time"][..], n - 1, 100_000),
+    ] {
+        check(columns, limit, batch_size);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap()
+            .install(|| check(columns, limit, batch_size));
+    }
+    // A reader that started on this thread and continues on a one-thread pool, where blocking
+    // for its own queued tasks would never end.
+    let mut r = ReaderBuilder::new()
+        .with_projection(vec!["end"])
+        .build(&path)
+        .unwrap();
+    let first = r.next().unwrap().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let rest: Vec<RecordBatch> = pool.install(move || r.map(|b| b.unwrap()).collect());
+    let mut all = vec![first];
+    all.extend(rest);
+    let got = arrow::compute::concat_batches(&all[0].schema(), &all).unwrap();
+    assert_eq!(
+        got.column(0).to_data(),
+        full.column_by_name("end").unwrap().to_data()
+    );
+}

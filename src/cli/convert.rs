@@ -106,7 +106,13 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     } else {
         arrowsmith::create(&args.output, reader.schema(), &write_options)?
     };
-    let mut progress = Progress::new(|| super::inspect::known_rows(&args.input, from), args.limit);
+    let mut progress = Progress::new(
+        || match from {
+            Format::DataSeries => super::dataseries::known_rows(&args.input, &args.ds_read),
+            _ => super::inspect::known_rows(&args.input, from),
+        },
+        args.limit,
+    );
     for batch in reader {
         let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
         writer

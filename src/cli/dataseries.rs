@@ -55,6 +55,14 @@ pub(crate) fn open(
     }
 }
 
+/// Rows of the extent type a DataSeries input would be read as (for the progress bar), from the
+/// extent headers alone; `None` when the file or the type choice fails (the reader reports why).
+pub(crate) fn known_rows(path: &Path, a: &DsReadArgs) -> Option<u64> {
+    let file = arrowsmith::dataseries::DsFile::open(path, Default::default()).ok()?;
+    let t = arrowsmith::dataseries::choose_type(&file, a.ds_type.as_deref()).ok()?;
+    Some(file.rows_of(&t.name))
+}
+
 /// The DataSeries writer with the command line's options.
 pub(crate) fn create(
     path: &Path,

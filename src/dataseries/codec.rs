@@ -107,19 +107,15 @@ pub fn decompress(
         }
         Mode::Lzo => {
             lz_bound()?;
-            let cap = expected.min(
-                input
-                    .len()
-                    .saturating_mul(LZ_MAX_RATIO)
-                    .saturating_add(1024),
+            out.reserve(
+                expected.min(
+                    input
+                        .len()
+                        .saturating_mul(LZ_MAX_RATIO)
+                        .saturating_add(1024),
+                ),
             );
-            // lzokay-native indexes out of bounds on some corrupt streams (reachable only with
-            // the adler32 check off); contain that as a corruption error.
-            let v = std::panic::catch_unwind(|| lzokay_native::decompress_all(input, Some(cap)))
-                .map_err(|_| "lzo data is corrupt (the decoder rejected it)".to_string())?
-                .map_err(|e| format!("lzo data is corrupt: {e:?}"))?;
-            check_len(v.len())?;
-            out.extend_from_slice(&v);
+            lzo1x_decompress(input, expected, out)?;
         }
         Mode::Zlib => {
             let mut d = flate2::Decompress::new(true);
@@ -192,6 +188,172 @@ pub fn decompress(
         }
     }
     check_len(out.len() - start)
+}
+
+/// LZO1X decoding (the stream of `lzo1x_decompress_safe`) into `out`, producing at most `limit`
+/// bytes. Written here rather than taken from lzokay-native, whose decoder indexes out of
+/// bounds on some corrupt streams and has no output limit: every length, distance and read is
+/// checked, so damaged data is an error and the output never outgrows `limit`.
+fn lzo1x_decompress(input: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), String> {
+    let mut s = LzoStream {
+        input,
+        at: 0,
+        out,
+        start: 0,
+        limit,
+    };
+    s.start = s.out.len();
+    s.run()
+}
+
+struct LzoStream<'a> {
+    input: &'a [u8],
+    at: usize,
+    out: &'a mut Vec<u8>,
+    start: usize,
+    limit: usize,
+}
+
+impl LzoStream<'_> {
+    fn corrupt(what: &str) -> String {
+        format!("lzo data is corrupt: {what}")
+    }
+
+    fn byte(&mut self) -> Result<usize, String> {
+        let b = *self
+            .input
+            .get(self.at)
+            .ok_or_else(|| Self::corrupt("the stream ends inside an instruction"))?;
+        self.at += 1;
+        Ok(b as usize)
+    }
+
+    fn le16(&mut self) -> Result<usize, String> {
+        Ok(self.byte()? | self.byte()? << 8)
+    }
+
+    /// A length whose instruction field was 0: `base` + 255 per zero byte + the first non-zero.
+    fn long_length(&mut self, base: usize) -> Result<usize, String> {
+        let mut n = base;
+        loop {
+            match self.byte()? {
+                0 => n += 255,
+                b => return Ok(n + b),
+            }
+            if n > self.limit {
+                return Err(Self::corrupt("a length exceeds the expected output"));
+            }
+        }
+    }
+
+    fn room(&self, n: usize) -> Result<(), String> {
+        if self.out.len() - self.start + n > self.limit {
+            return Err(format!(
+                "lzo data expands past the expected {} bytes",
+                self.limit
+            ));
+        }
+        Ok(())
+    }
+
+    fn literals(&mut self, n: usize) -> Result<(), String> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.input.len())
+            .ok_or_else(|| Self::corrupt("a literal run passes the end of the stream"))?;
+        self.room(n)?;
+        self.out.extend_from_slice(&self.input[self.at..end]);
+        self.at = end;
+        Ok(())
+    }
+
+    fn copy(&mut self, distance: usize, len: usize) -> Result<(), String> {
+        if distance == 0 || distance > self.out.len() - self.start {
+            return Err(Self::corrupt(
+                "a match reaches before the start of the output",
+            ));
+        }
+        self.room(len)?;
+        let from = self.out.len() - distance;
+        if distance >= len {
+            self.out.extend_from_within(from..from + len);
+        } else {
+            // Overlapping: the match repeats bytes it is producing.
+            for i in 0..len {
+                let b = self.out[from + i];
+                self.out.push(b);
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        // `state`: literals copied by the previous instruction (4 = a run of 4 or more), which
+        // changes what instructions 0..15 mean.
+        let mut state = 0usize;
+        match self.input.first().copied() {
+            Some(b @ 18..) => {
+                self.at = 1;
+                let n = b as usize - 17;
+                self.literals(n)?;
+                state = n.min(4);
+            }
+            Some(_) => {}
+            None => return Err(Self::corrupt("the stream is empty")),
+        }
+        loop {
+            let inst = self.byte()?;
+            let (distance, len);
+            if inst >= 64 {
+                distance = (self.byte()? << 3) + ((inst >> 2) & 7) + 1;
+                len = (inst >> 5) + 1;
+                state = inst & 3;
+            } else if inst >= 32 {
+                len = match inst & 31 {
+                    0 => self.long_length(31)?,
+                    l => l,
+                } + 2;
+                let v = self.le16()?;
+                distance = (v >> 2) + 1;
+                state = v & 3;
+            } else if inst >= 16 {
+                len = match inst & 7 {
+                    0 => self.long_length(7)?,
+                    l => l,
+                } + 2;
+                let v = self.le16()?;
+                let far = ((inst & 8) << 11) + (v >> 2);
+                if far == 0 {
+                    // The end marker.
+                    if self.at != self.input.len() {
+                        return Err(Self::corrupt("bytes follow the end marker"));
+                    }
+                    return Ok(());
+                }
+                distance = 16384 + far;
+                state = v & 3;
+            } else if state == 0 {
+                let n = match inst {
+                    0 => self.long_length(15)?,
+                    l => l,
+                } + 3;
+                self.literals(n)?;
+                state = 4;
+                continue;
+            } else if state < 4 {
+                distance = (inst >> 2) + (self.byte()? << 2) + 1;
+                len = 2;
+                state = inst & 3;
+            } else {
+                distance = (inst >> 2) + (self.byte()? << 2) + 2049;
+                len = 3;
+                state = inst & 3;
+            }
+            self.copy(distance, len)?;
+            self.literals(state)?;
+        }
+    }
 }
 
 /// Runs a streaming decompressor into `out`, growing the buffer only as data is produced, never
@@ -301,22 +463,51 @@ pub fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
 
 /// Bob Jenkins' lookup2 `hash(k, length, initval)`, byte-oriented (§12.3).
 pub fn lookup2(k: &[u8], initval: u32) -> u32 {
+    lookup2_parts(None, k, k.len(), initval)
+}
+
+/// lookup2 of 4 zero bytes followed by `body`, without building that concatenation: the
+/// variable area's hash (§12.2) when the area is borrowed from the file.
+pub fn lookup2_zero_prefixed(body: &[u8], initval: u32) -> u32 {
+    if body.len() < 8 {
+        let mut k = [0u8; 12];
+        k[4..4 + body.len()].copy_from_slice(body);
+        return lookup2(&k[..4 + body.len()], initval);
+    }
+    let mut head = [0u8; 12];
+    head[4..].copy_from_slice(&body[..8]);
+    lookup2_parts(Some(&head), &body[8..], body.len() + 4, initval)
+}
+
+#[inline(always)]
+fn word(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// lookup2 of `head` (a first full 12-byte block, if any) then `rest`; `total` is their length.
+fn lookup2_parts(head: Option<&[u8; 12]>, rest: &[u8], total: usize, initval: u32) -> u32 {
     let mut a: u32 = 0x9e37_79b9;
     let mut b: u32 = 0x9e37_79b9;
     let mut c: u32 = initval;
-    let mut chunks = k.chunks_exact(12);
+    let block = |ch: &[u8], a: &mut u32, b: &mut u32, c: &mut u32| {
+        *a = a.wrapping_add(word(&ch[0..4]));
+        *b = b.wrapping_add(word(&ch[4..8]));
+        *c = c.wrapping_add(word(&ch[8..12]));
+        mix(a, b, c);
+    };
+    if let Some(h) = head {
+        block(h, &mut a, &mut b, &mut c);
+    }
+    let mut chunks = rest.chunks_exact(12);
     for ch in &mut chunks {
-        a = a.wrapping_add(u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]));
-        b = b.wrapping_add(u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]));
-        c = c.wrapping_add(u32::from_le_bytes([ch[8], ch[9], ch[10], ch[11]]));
-        mix(&mut a, &mut b, &mut c);
+        block(ch, &mut a, &mut b, &mut c);
     }
     let r = chunks.remainder();
-    c = c.wrapping_add(k.len() as u32);
+    c = c.wrapping_add(total as u32);
     let mut tail = [0u8; 12];
     tail[..r.len()].copy_from_slice(r);
-    a = a.wrapping_add(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    b = b.wrapping_add(u32::from_le_bytes([tail[4], tail[5], tail[6], tail[7]]));
+    a = a.wrapping_add(word(&tail[0..4]));
+    b = b.wrapping_add(word(&tail[4..8]));
     c = c.wrapping_add(u32::from_le_bytes([0, tail[8], tail[9], tail[10]]));
     mix(&mut a, &mut b, &mut c);
     c
@@ -337,6 +528,80 @@ mod tests {
         let (mut a, mut b, mut c) = (0, 0, 1972);
         mix(&mut a, &mut b, &mut c);
         assert_eq!(c, 0x97d3d920);
+    }
+
+    #[test]
+    fn zero_prefixed_lookup2_equals_lookup2_of_the_concatenation() {
+        let body: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37)).collect();
+        for len in 0..body.len() {
+            let mut whole = vec![0u8; 4];
+            whole.extend_from_slice(&body[..len]);
+            assert_eq!(
+                lookup2_zero_prefixed(&body[..len], 1972 + len as u32),
+                lookup2(&whole, 1972 + len as u32),
+                "{len} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn lzo_decoder_reads_what_lzokay_writes_and_refuses_damage() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Runs, repeats near and far (past 16 KiB and 48 KiB), and noise.
+        let mut data = Vec::new();
+        for i in 0..120_000usize {
+            let r = next();
+            match r % 4 {
+                0 => data.push((r >> 8) as u8),
+                1 => data.push(0),
+                2 if data.len() > 20_000 => {
+                    let b = data[data.len() - 17_000 + (i % 7)];
+                    data.push(b)
+                }
+                _ => data.extend_from_slice(b"abcabc"),
+            }
+        }
+        for len in [1usize, 3, 4, 5, 17, 18, 300, 5000, data.len()] {
+            let packed = lzokay_native::compress(&data[..len]).unwrap();
+            let mut out = vec![7u8];
+            lzo1x_decompress(&packed, len, &mut out).unwrap();
+            assert_eq!(&out[1..], &data[..len], "{len} bytes");
+            if len > 0 {
+                let mut out = Vec::new();
+                assert!(lzo1x_decompress(&packed, len - 1, &mut out).is_err());
+                assert!(out.len() < len, "the limit holds while decoding");
+            }
+            for cut in [0, packed.len() / 2, packed.len() - 1] {
+                assert!(lzo1x_decompress(&packed[..cut], len, &mut Vec::new()).is_err());
+            }
+        }
+        // Every single-byte change: an error or some output, never more than the limit.
+        let packed = lzokay_native::compress(&data[..5000]).unwrap();
+        for i in 0..packed.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut p = packed.clone();
+                p[i] ^= flip;
+                let mut out = Vec::new();
+                let _ = lzo1x_decompress(&p, 5000, &mut out);
+                assert!(out.len() <= 5000);
+            }
+        }
+        // A match before the start of the output.
+        let stream = [18, b'A', 0x00, 0x10, 0x11, 0, 0];
+        let e = lzo1x_decompress(&stream, 100, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("before the start"), "{e}");
+        // Bytes after the end marker.
+        let e = lzo1x_decompress(&[18, b'A', 0x11, 0, 0, 0], 100, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("follow the end marker"), "{e}");
+        let mut out = Vec::new();
+        lzo1x_decompress(&[18, b'A', 0x11, 0, 0], 100, &mut out).unwrap();
+        assert_eq!(out, b"A");
     }
 
     #[test]

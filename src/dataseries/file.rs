@@ -1,6 +1,7 @@
 //! The DSv1 container: header (§2), extents (§3), trailer (§4), index (§5.2), and decoding one
 //! extent to its partly unpacked form with every check (§11, §12, §13).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -542,12 +543,14 @@ fn verify_index(
 }
 
 /// An extent decompressed, un-compacted and verified; values still packed, in file order.
-pub struct RawExtent {
+/// Uncompressed parts are borrowed from the file's bytes rather than copied.
+pub struct RawExtent<'a> {
     pub rows: usize,
     /// N × record_size bytes.
-    pub fixed: Vec<u8>,
-    /// The variable area with its 4 leading zeros.
-    pub var: Vec<u8>,
+    pub fixed: Cow<'a, [u8]>,
+    /// The variable area after its 4 leading zeros: a slot value `s > 0` names the entry at
+    /// `var[s - 4..]`.
+    pub var: Cow<'a, [u8]>,
 }
 
 #[inline]
@@ -555,45 +558,48 @@ pub fn roundup_var(len: usize) -> usize {
     len + ((12 - len % 8) % 8)
 }
 
-impl RawExtent {
+impl RawExtent<'_> {
     /// The bytes of a variable32 value whose slot is `slot` (§9.1).
     pub fn var_value(&self, order: ByteOrder, slot: &[u8], check: bool) -> Result<&[u8], String> {
         var_value(&self.var, order, order.i32(slot), check)
     }
 }
 
+/// The value at slot offset `off` of a variable area given without its 4 leading zeros.
 #[inline]
-pub fn var_value(var: &[u8], order: ByteOrder, off: i32, check: bool) -> Result<&[u8], String> {
+pub fn var_value(body: &[u8], order: ByteOrder, off: i32, check: bool) -> Result<&[u8], String> {
     if off == 0 {
         return Ok(&[]);
     }
     let bad = || {
         format!(
             "variable32 offset {off} is not a valid entry of the {}-byte area",
-            var.len()
+            body.len() + 4
         )
     };
-    if off < 0 {
+    // Entries start 4 bytes before a multiple of 8 of the whole area (§9.1), so at a multiple
+    // of 8 of the body.
+    if off < 4 || (check && (off - 4) % 8 != 0) {
         return Err(bad());
     }
-    let off = off as usize;
-    if off + 4 > var.len() || (check && (off + 4) % 8 != 0) {
+    let at = off as usize - 4;
+    let Some(len_bytes) = body.get(at..at + 4) else {
         return Err(bad());
-    }
-    let len = order.i32(&var[off..off + 4]);
+    };
+    let len = order.i32(len_bytes);
     if len < 0 {
         return Err(bad());
     }
     let len = len as usize;
     let end = if check {
-        off + 4 + roundup_var(len)
+        at + 4 + roundup_var(len)
     } else {
-        off + 4 + len
+        at + 4 + len
     };
-    if end > var.len() {
+    if end > body.len() {
         return Err(bad());
     }
-    Ok(&var[off + 4..off + 4 + len])
+    Ok(&body[at + 4..at + 4 + len])
 }
 
 fn mode_of(id: u8, h: &ExtentHeader, part: &str) -> Result<Mode> {
@@ -610,13 +616,13 @@ fn mode_of(id: u8, h: &ExtentHeader, part: &str) -> Result<Mode> {
 }
 
 /// Decodes one extent to its partly unpacked form, running the checks asked for.
-pub fn decode_raw(
-    b: &[u8],
+pub fn decode_raw<'a>(
+    b: &'a [u8],
     order: ByteOrder,
     h: &ExtentHeader,
     t: &ExtentType,
     checks: Checks,
-) -> Result<RawExtent> {
+) -> Result<RawExtent<'a>> {
     let where_ = |m: String| {
         Error::new(
             ErrorClass::BadValue,
@@ -656,43 +662,37 @@ pub fn decode_raw(
     let vpart = &ext[vstart..vstart + h.cv];
 
     // Fixed part.
-    let mut fixed = Vec::new();
-    if fixed_len == 0 {
+    let fixed: Cow<'a, [u8]> = if fixed_len == 0 {
         if h.cf != 0 {
             return Err(where_(format!(
                 "an empty fixed part has {} stored bytes",
                 h.cf
             )));
         }
+        Cow::Borrowed(&[])
     } else {
         let mode = mode_of(h.mode_fixed, h, "fixed")?;
         if t.null_compact {
-            let mut packed = Vec::new();
-            codec::decompress(mode, fpart, fixed_len, false, &mut packed)
+            let packed = part(mode, fpart, fixed_len, false)
                 .map_err(|m| where_(format!("fixed part: {m}")))?;
-            fixed = uncompact(t, &packed, h.rows).map_err(where_)?;
+            Cow::Owned(uncompact(t, &packed, h.rows).map_err(where_)?)
         } else {
-            fixed.reserve_exact(fixed_len.min(h.cf.saturating_mul(1100).saturating_add(4096)));
-            codec::decompress(mode, fpart, fixed_len, true, &mut fixed)
-                .map_err(|m| where_(format!("fixed part: {m}")))?;
+            part(mode, fpart, fixed_len, true).map_err(|m| where_(format!("fixed part: {m}")))?
         }
-    }
+    };
     // Variable part.
-    let mut var =
-        Vec::with_capacity(4 + var_len.min(h.cv.saturating_mul(1100).saturating_add(4096)));
-    var.extend_from_slice(&[0; 4]);
-    if var_len == 0 {
+    let var: Cow<'a, [u8]> = if var_len == 0 {
         if h.cv != 0 {
             return Err(where_(format!(
                 "an empty variable part has {} stored bytes",
                 h.cv
             )));
         }
+        Cow::Borrowed(&[])
     } else {
         let mode = mode_of(h.mode_var, h, "variable")?;
-        codec::decompress(mode, vpart, var_len, true, &mut var)
-            .map_err(|m| where_(format!("variable part: {m}")))?;
-    }
+        part(mode, vpart, var_len, true).map_err(|m| where_(format!("variable part: {m}")))?
+    };
     if checks.hash || checks.variable32 {
         let computed =
             partly_unpacked_hash(order, &fixed, &var, checks.variable32).map_err(where_)?;
@@ -710,44 +710,65 @@ pub fn decode_raw(
     })
 }
 
-/// §12.2; also walks and checks the variable entries (§9.1).
+/// One part decompressed: borrowed as stored when its mode is none (`exact`: its length must be
+/// `expected`, else at most that).
+fn part(mode: Mode, stored: &[u8], expected: usize, exact: bool) -> Result<Cow<'_, [u8]>, String> {
+    if mode == Mode::None {
+        if stored.len() > expected || (exact && stored.len() != expected) {
+            return Err(format!(
+                "none data decompressed to {} bytes, expected {expected}",
+                stored.len()
+            ));
+        }
+        return Ok(Cow::Borrowed(stored));
+    }
+    let mut out =
+        Vec::with_capacity(expected.min(stored.len().saturating_mul(1100).saturating_add(4096)));
+    codec::decompress(mode, stored, expected, exact, &mut out)?;
+    Ok(Cow::Owned(out))
+}
+
+/// §12.2 over the fixed records and the variable area given without its 4 leading zeros; also
+/// walks the variable entries and, with `check`, verifies their padding (§9.1).
 pub fn partly_unpacked_hash(
     order: ByteOrder,
     fixed: &[u8],
-    var: &[u8],
+    var_body: &[u8],
     check: bool,
 ) -> Result<u32, String> {
     let mut h = codec::lookup2(fixed, 1972);
-    h = codec::lookup2(var, h);
+    h = codec::lookup2_zero_prefixed(var_body, h);
     let mut words: Vec<u8> = Vec::with_capacity(4096);
-    let mut off = 4usize;
-    while off < var.len() {
-        if off + 4 > var.len() {
+    let mut at = 0usize;
+    while at < var_body.len() {
+        // Offsets in messages count the 4 leading zeros, as slot values do.
+        let off = at + 4;
+        if at + 4 > var_body.len() {
             return Err(format!("variable entry at {off} runs past the area's end"));
         }
-        let len = order.i32(&var[off..off + 4]);
+        let len = order.i32(&var_body[at..at + 4]);
         if len < 0 {
             return Err(format!("variable entry at {off} has negative length {len}"));
         }
         let step = 4 + roundup_var(len as usize);
-        if off + step > var.len() {
+        if at + step > var_body.len() {
             return Err(format!(
                 "variable entry at {off} ({len} bytes) runs past the area's end"
             ));
         }
         if check
-            && var[off + 4 + len as usize..off + step]
+            && var_body[at + 4 + len as usize..at + step]
                 .iter()
                 .any(|&x| x != 0)
         {
             return Err(format!("variable entry at {off} has non-zero padding"));
         }
-        words.extend_from_slice(&var[off..off + 4]);
+        words.extend_from_slice(&var_body[at..at + 4]);
         if words.len() == 4096 {
             h = codec::lookup2(&words, h);
             words.clear();
         }
-        off += step;
+        at += step;
     }
     Ok(codec::lookup2(&words, h))
 }

@@ -3,13 +3,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::builder::BooleanBufferBuilder;
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int32Array,
     Int64Array, StringArray, TimestampMicrosecondArray, TimestampMillisecondArray,
     TimestampNanosecondArray, TimestampSecondArray, UInt8Array,
 };
-use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use super::file::{var_value, ByteOrder, RawExtent};
@@ -114,6 +113,70 @@ enum Num {
     F64(Vec<f64>),
 }
 
+/// The `W`-byte value at `offset` of every record, converted by `conv` (a `from_le_bytes` or
+/// `from_be_bytes`, so each byte order gets its own tight loop).
+#[inline(always)]
+fn column<T, const W: usize>(
+    fixed: &[u8],
+    record_size: usize,
+    offset: usize,
+    conv: impl Fn([u8; W]) -> T,
+) -> Vec<T> {
+    fixed
+        .chunks_exact(record_size)
+        .map(|rec| conv(rec[offset..offset + W].try_into().expect("W bytes")))
+        .collect()
+}
+
+/// The bit `mask` of byte `offset` of every record (bool values and null flags).
+fn flag_bits(fixed: &[u8], record_size: usize, offset: usize, mask: u8) -> BooleanBuffer {
+    let n = fixed.len().checked_div(record_size).unwrap_or(0);
+    BooleanBuffer::collect_bool(n, |r| fixed[r * record_size + offset] & mask != 0)
+}
+
+/// A self-relative field's running sum, skipping the rows `skip` marks (null-compacted nulls).
+fn running_sum<T: Copy>(
+    v: &mut [T],
+    skip: Option<&BooleanBuffer>,
+    mut add: impl FnMut(T, T) -> T,
+    zero: T,
+) {
+    let mut prev = zero;
+    match skip {
+        None => v.iter_mut().for_each(|x| {
+            *x = add(*x, prev);
+            prev = *x;
+        }),
+        Some(skip) => v.iter_mut().zip(skip.iter()).for_each(|(x, s)| {
+            if !s {
+                *x = add(*x, prev);
+                prev = *x;
+            }
+        }),
+    }
+}
+
+/// Adds a base field's values to an other-relative field's, skipping the rows `skip` marks.
+fn add_base<T: Copy>(
+    v: &mut [T],
+    base: &[T],
+    skip: Option<&BooleanBuffer>,
+    add: impl Fn(T, T) -> T,
+) {
+    match skip {
+        None => v.iter_mut().zip(base).for_each(|(x, &b)| *x = add(*x, b)),
+        Some(skip) => v
+            .iter_mut()
+            .zip(base)
+            .zip(skip.iter())
+            .for_each(|((x, &b), s)| {
+                if !s {
+                    *x = add(*x, b)
+                }
+            }),
+    }
+}
+
 /// Everything needed to turn raw extents of a type into columns.
 pub struct Decoder {
     pub t: Arc<ExtentType>,
@@ -163,15 +226,24 @@ impl Decoder {
         }
     }
 
-    fn null_bits(&self, raw: &RawExtent, field: usize) -> Option<Vec<bool>> {
-        let nf = self.t.fields[field].null_field?;
-        let (off, mask) = (self.t.fields[nf].offset, self.t.fields[nf].mask);
-        let rs = self.t.record_size;
-        Some(
-            (0..raw.rows)
-                .map(|r| raw.fixed[r * rs + off] & mask != 0)
-                .collect(),
-        )
+    /// The numeric values of field `f`, still packed.
+    fn numbers(&self, fixed: &[u8], f: &super::types::Field) -> Option<Num> {
+        let (rs, off) = (self.t.record_size, f.offset);
+        Some(match (f.kind, self.order) {
+            (Kind::Int32, ByteOrder::Little) => {
+                Num::I32(column(fixed, rs, off, i32::from_le_bytes))
+            }
+            (Kind::Int32, ByteOrder::Big) => Num::I32(column(fixed, rs, off, i32::from_be_bytes)),
+            (Kind::Int64, ByteOrder::Little) => {
+                Num::I64(column(fixed, rs, off, i64::from_le_bytes))
+            }
+            (Kind::Int64, ByteOrder::Big) => Num::I64(column(fixed, rs, off, i64::from_be_bytes)),
+            (Kind::Double, ByteOrder::Little) => {
+                Num::F64(column(fixed, rs, off, f64::from_le_bytes))
+            }
+            (Kind::Double, ByteOrder::Big) => Num::F64(column(fixed, rs, off, f64::from_be_bytes)),
+            _ => return None,
+        })
     }
 
     /// Turns one raw extent into columns (rows `start..start+len` are sliced later by the caller).
@@ -179,76 +251,47 @@ impl Decoder {
         let t = &*self.t;
         let rs = t.record_size;
         let n = raw.rows;
-        let o = self.order;
-        let compact = t.null_compact;
+        let fixed: &[u8] = &raw.fixed;
+        debug_assert_eq!(fixed.len(), n * rs);
+        // Null flags (set = null) of every needed nullable field.
+        let nulls: Vec<Option<BooleanBuffer>> = t
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let nf = &t.fields[f.null_field.filter(|_| self.needed[i])?];
+                Some(flag_bits(fixed, rs, nf.offset, nf.mask))
+            })
+            .collect();
+        // Rows whose relative unpacking is skipped: the nulls, when nulls are compacted.
+        let skip = |i: usize| nulls[i].as_ref().filter(|_| t.null_compact);
         // Unpack every needed numeric field, in XML order (§10.2).
-        let mut nums: HashMap<usize, Num> = HashMap::new();
-        let mut nulls: HashMap<usize, Vec<bool>> = HashMap::new();
-        for (i, f) in t.fields.iter().enumerate() {
-            if !self.needed[i] {
-                continue;
-            }
-            if let Some(nb) = self.null_bits(raw, i) {
-                nulls.insert(i, nb);
-            }
-            let col = |w: usize| {
-                (0..n)
-                    .map(move |r| r * rs + f.offset)
-                    .map(move |p| (p, p + w))
-            };
-            let v = match f.kind {
-                Kind::Int32 => Num::I32(col(4).map(|(a, b)| o.i32(&raw.fixed[a..b])).collect()),
-                Kind::Int64 => Num::I64(col(8).map(|(a, b)| o.i64(&raw.fixed[a..b])).collect()),
-                Kind::Double => Num::F64(col(8).map(|(a, b)| o.f64(&raw.fixed[a..b])).collect()),
-                _ => continue,
-            };
-            nums.insert(i, v);
-        }
+        let mut nums: Vec<Option<Num>> = t
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| self.numbers(fixed, f).filter(|_| self.needed[i]))
+            .collect();
         // 1. pack_scale.
-        for (i, f) in t.fields.iter().enumerate() {
-            if let (Some(s), Some(Num::F64(v))) = (f.pack_scale, nums.get_mut(&i)) {
+        for (f, v) in t.fields.iter().zip(nums.iter_mut()) {
+            if let (Some(s), Some(Num::F64(v))) = (f.pack_scale, v) {
                 v.iter_mut().for_each(|x| *x *= s);
             }
         }
         // 2. self-relative.
         for (i, f) in t.fields.iter().enumerate() {
-            if f.relative != Some(Relative::SelfRel) || !nums.contains_key(&i) {
+            if f.relative != Some(Relative::SelfRel) {
                 continue;
             }
-            let skip = |r: usize| compact && nulls.get(&i).is_some_and(|nb| nb[r]);
-            match nums.get_mut(&i).expect("present") {
-                Num::I32(v) => {
-                    let mut prev = 0i32;
-                    for (r, x) in v.iter_mut().enumerate() {
-                        if skip(r) {
-                            continue;
-                        }
-                        *x = x.wrapping_add(prev);
-                        prev = *x;
-                    }
-                }
-                Num::I64(v) => {
-                    let mut prev = 0i64;
-                    for (r, x) in v.iter_mut().enumerate() {
-                        if skip(r) {
-                            continue;
-                        }
-                        *x = x.wrapping_add(prev);
-                        prev = *x;
-                    }
-                }
-                Num::F64(v) => {
+            match &mut nums[i] {
+                Some(Num::I32(v)) => running_sum(v, skip(i), i32::wrapping_add, 0),
+                Some(Num::I64(v)) => running_sum(v, skip(i), i64::wrapping_add, 0),
+                Some(Num::F64(v)) => {
                     let s = f.pack_scale.unwrap_or(1.0);
                     let inv = 1.0 / s;
-                    let mut prev = 0f64;
-                    for (r, x) in v.iter_mut().enumerate() {
-                        if skip(r) {
-                            continue;
-                        }
-                        *x = ((*x + prev) * inv).round() * s;
-                        prev = *x;
-                    }
+                    running_sum(v, skip(i), |x, prev| ((x + prev) * inv).round() * s, 0.0)
                 }
+                None => {}
             }
         }
         // 3. other-relative, forward.
@@ -256,65 +299,38 @@ impl Decoder {
             let Some(Relative::Other(b)) = f.relative else {
                 continue;
             };
-            if !nums.contains_key(&i) {
+            if nums[i].is_none() || b == i {
                 continue;
             }
-            let base = nums.remove(&b).expect("bases are unpacked");
-            let nb = nulls.get(&i);
-            let skip = |r: usize| compact && nb.is_some_and(|nb| nb[r]);
-            match (nums.get_mut(&i).expect("present"), &base) {
-                (Num::I32(v), Num::I32(bv)) => {
-                    for r in 0..n {
-                        if !skip(r) {
-                            v[r] = v[r].wrapping_add(bv[r]);
-                        }
-                    }
-                }
-                (Num::I64(v), Num::I64(bv)) => {
-                    for r in 0..n {
-                        if !skip(r) {
-                            v[r] = v[r].wrapping_add(bv[r]);
-                        }
-                    }
-                }
-                (Num::F64(v), Num::F64(bv)) => {
-                    for r in 0..n {
-                        if !skip(r) {
-                            v[r] += bv[r];
-                        }
-                    }
-                }
+            let base = nums[b].take().expect("bases are unpacked");
+            match (nums[i].as_mut().expect("present"), &base) {
+                (Num::I32(v), Num::I32(bv)) => add_base(v, bv, skip(i), i32::wrapping_add),
+                (Num::I64(v), Num::I64(bv)) => add_base(v, bv, skip(i), i64::wrapping_add),
+                (Num::F64(v), Num::F64(bv)) => add_base(v, bv, skip(i), |x, b| x + b),
                 _ => unreachable!("relative fields have the base's type"),
             }
-            nums.insert(b, base);
+            nums[b] = Some(base);
         }
 
         let mut out = Vec::with_capacity(self.columns.len());
         for (pos, &c) in self.columns.iter().enumerate() {
             let i = t.visible[c];
             let f = &t.fields[i];
-            let validity = nulls
-                .get(&i)
-                .map(|nb| NullBuffer::from(nb.iter().map(|&x| !x).collect::<Vec<bool>>()));
+            let validity = nulls[i].as_ref().map(|nb| NullBuffer::new(!nb));
             let target = self.schema.field(pos).data_type().clone();
             let arr: ArrayRef = match f.kind {
-                Kind::Bool => {
-                    let mut b = BooleanBufferBuilder::new(n);
-                    for r in 0..n {
-                        b.append(raw.fixed[r * rs + f.offset] & f.mask != 0);
-                    }
-                    Arc::new(BooleanArray::new(b.finish(), validity))
-                }
+                Kind::Bool => Arc::new(BooleanArray::new(
+                    flag_bits(fixed, rs, f.offset, f.mask),
+                    validity,
+                )),
                 Kind::Byte => Arc::new(UInt8Array::new(
-                    (0..n).map(|r| raw.fixed[r * rs + f.offset]).collect(),
+                    column(fixed, rs, f.offset, u8::from_ne_bytes).into(),
                     validity,
                 )),
                 Kind::FixedWidth(w) => {
                     let mut vals = Vec::with_capacity(n * w);
-                    for r in 0..n {
-                        vals.extend_from_slice(
-                            &raw.fixed[r * rs + f.offset..r * rs + f.offset + w],
-                        );
+                    for rec in fixed.chunks_exact(rs) {
+                        vals.extend_from_slice(&rec[f.offset..f.offset + w]);
                     }
                     Arc::new(FixedSizeBinaryArray::new(
                         w as i32,
@@ -323,13 +339,13 @@ impl Decoder {
                     ))
                 }
                 Kind::Int32 => {
-                    let Some(Num::I32(v)) = nums.remove(&i) else {
+                    let Some(Num::I32(v)) = nums[i].take() else {
                         unreachable!()
                     };
                     Arc::new(Int32Array::new(ScalarBuffer::from(v), validity))
                 }
                 Kind::Int64 => {
-                    let Some(Num::I64(v)) = nums.remove(&i) else {
+                    let Some(Num::I64(v)) = nums[i].take() else {
                         unreachable!()
                     };
                     let v = ScalarBuffer::from(v);
@@ -358,7 +374,7 @@ impl Decoder {
                     }
                 }
                 Kind::Double => {
-                    let Some(Num::F64(mut v)) = nums.remove(&i) else {
+                    let Some(Num::F64(mut v)) = nums[i].take() else {
                         unreachable!()
                     };
                     if let Some(b) = f.doublebase {
@@ -367,59 +383,7 @@ impl Decoder {
                     Arc::new(Float64Array::new(ScalarBuffer::from(v), validity))
                 }
                 Kind::Variable32 => {
-                    let mut offsets: Vec<i32> = Vec::with_capacity(n + 1);
-                    offsets.push(0);
-                    let mut data: Vec<u8> = Vec::new();
-                    let nb = nulls.get(&i);
-                    for r in 0..n {
-                        let slot = o.i32(&raw.fixed[r * rs + f.offset..r * rs + f.offset + 4]);
-                        let v = var_value(&raw.var, o, slot, self.check_var).map_err(|m| {
-                            Error::new(ErrorClass::BadOffsets, m)
-                                .with_field(f.name.clone())
-                                .at_row(r as u64)
-                        })?;
-                        if !nb.is_some_and(|nb| nb[r]) {
-                            data.extend_from_slice(v);
-                        }
-                        let end = i32::try_from(data.len()).map_err(|_| {
-                            Error::new(
-                                ErrorClass::BufferSize,
-                                "more than 2 GiB of strings in one extent",
-                            )
-                            .with_field(f.name.clone())
-                        })?;
-                        offsets.push(end);
-                    }
-                    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-                    if is_utf8_type(&target) {
-                        if let Err(e) = simdutf8::basic::from_utf8(&data) {
-                            let _ = e;
-                            // Find the first bad row for the message.
-                            let row = (0..n)
-                                .find(|&r| {
-                                    let (a, b) = (offsets[r] as usize, offsets[r + 1] as usize);
-                                    std::str::from_utf8(&data[a..b]).is_err()
-                                })
-                                .unwrap_or(0);
-                            return Err(Error::new(
-                                ErrorClass::InvalidUtf8,
-                                "a variable32 value read as Utf8 is not valid UTF-8",
-                            )
-                            .with_field(f.name.clone())
-                            .at_row(row as u64));
-                        }
-                        Arc::new(StringArray::try_new(
-                            offsets,
-                            Buffer::from_vec(data),
-                            validity,
-                        )?)
-                    } else {
-                        Arc::new(BinaryArray::try_new(
-                            offsets,
-                            Buffer::from_vec(data),
-                            validity,
-                        )?)
-                    }
+                    self.variable32(raw, f, nulls[i].as_ref(), &target, validity)?
                 }
             };
             let arr = if arr.data_type() != &target {
@@ -440,6 +404,88 @@ impl Decoder {
             out.push(arr);
         }
         Ok(out)
+    }
+
+    /// A variable32 column: each row's value copied once, from the variable area into the
+    /// Arrow value buffer (nulls keep an empty value).
+    fn variable32(
+        &self,
+        raw: &RawExtent,
+        f: &super::types::Field,
+        nulls: Option<&BooleanBuffer>,
+        target: &DataType,
+        validity: Option<NullBuffer>,
+    ) -> Result<ArrayRef> {
+        let (rs, n, o) = (self.t.record_size, raw.rows, self.order);
+        let fixed: &[u8] = &raw.fixed;
+        // First where each row's value lies (checking its slot), then one exact allocation and
+        // the copies: the value buffer never grows and is never moved.
+        let mut spans: Vec<(u32, u32)> = Vec::with_capacity(n);
+        let mut total = 0usize;
+        for (r, rec) in fixed.chunks_exact(rs).enumerate() {
+            let slot = o.i32(&rec[f.offset..f.offset + 4]);
+            let v = var_value(&raw.var, o, slot, self.check_var).map_err(|m| {
+                Error::new(ErrorClass::BadOffsets, m)
+                    .with_field(f.name.clone())
+                    .at_row(r as u64)
+            })?;
+            let len = if nulls.is_some_and(|nb| nb.value(r)) {
+                0
+            } else {
+                v.len()
+            };
+            // A value lies inside the area (below 2 GiB); an empty one may not, and needs none.
+            let start = if len == 0 {
+                0
+            } else {
+                v.as_ptr() as usize - raw.var.as_ptr() as usize
+            };
+            spans.push((start as u32, len as u32));
+            total += len;
+        }
+        if total > i32::MAX as usize {
+            return Err(Error::new(
+                ErrorClass::BufferSize,
+                "more than 2 GiB of strings in one extent",
+            )
+            .with_field(f.name.clone()));
+        }
+        let mut offsets: Vec<i32> = Vec::with_capacity(n + 1);
+        offsets.push(0);
+        let mut data: Vec<u8> = Vec::with_capacity(total);
+        for &(start, len) in &spans {
+            let start = start as usize;
+            data.extend_from_slice(&raw.var[start..start + len as usize]);
+            offsets.push(data.len() as i32);
+        }
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+        if !is_utf8_type(target) {
+            return Ok(Arc::new(BinaryArray::try_new(
+                offsets,
+                Buffer::from_vec(data),
+                validity,
+            )?));
+        }
+        if simdutf8::basic::from_utf8(&data).is_err() {
+            // Find the first bad row for the message.
+            let row = (0..n)
+                .find(|&r| {
+                    let (a, b) = (offsets[r] as usize, offsets[r + 1] as usize);
+                    std::str::from_utf8(&data[a..b]).is_err()
+                })
+                .unwrap_or(0);
+            return Err(Error::new(
+                ErrorClass::InvalidUtf8,
+                "a variable32 value read as Utf8 is not valid UTF-8",
+            )
+            .with_field(f.name.clone())
+            .at_row(row as u64));
+        }
+        Ok(Arc::new(StringArray::try_new(
+            offsets,
+            Buffer::from_vec(data),
+            validity,
+        )?))
     }
 }
 

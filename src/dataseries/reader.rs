@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::file::{decode_raw, Checks, DsFile, ExtentHeader, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
-use crate::{Error, Projection, Result};
+use crate::{Error, ErrorClass, Projection, Result};
 
 /// Builds a [`Reader`] of one extent type of a DataSeries file.
 #[derive(Debug, Clone)]
@@ -130,13 +130,16 @@ impl ReaderBuilder {
             .cloned()
             .collect();
         Ok(Reader {
-            file,
-            decoder: Arc::new(decoder),
+            job: Arc::new(ExtentJob {
+                file,
+                decoder: Arc::new(decoder),
+                batch_size: self.batch_size,
+                checks: self.checks,
+            }),
             extents: extents.into(),
+            in_flight: VecDeque::new(),
             pending: VecDeque::new(),
-            batch_size: self.batch_size,
             remaining: self.limit.unwrap_or(usize::MAX),
-            checks: self.checks,
             lenient: self.lenient,
             skipped: Vec::new(),
             failed: false,
@@ -174,33 +177,18 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
     }
 }
 
-/// Record batches of one extent type, in file order.
-pub struct Reader {
+/// What decoding one extent needs, shared with the threads that decode.
+struct ExtentJob {
     file: Arc<DsFile>,
     decoder: Arc<Decoder>,
-    extents: VecDeque<ExtentHeader>,
-    pending: VecDeque<RecordBatch>,
     batch_size: Option<usize>,
-    remaining: usize,
     checks: Checks,
-    lenient: bool,
-    skipped: Vec<String>,
-    failed: bool,
 }
 
-impl Reader {
-    pub fn file(&self) -> &Arc<DsFile> {
-        &self.file
-    }
-    pub fn extent_type(&self) -> &Arc<ExtentType> {
-        &self.decoder.t
-    }
-    /// What a lenient reader skipped, one line per extent.
-    pub fn skipped(&self) -> &[String] {
-        &self.skipped
-    }
+type Decoded = Result<Vec<RecordBatch>>;
 
-    fn decode_one(&self, h: &ExtentHeader) -> Result<Vec<RecordBatch>> {
+impl ExtentJob {
+    fn decode(&self, h: &ExtentHeader) -> Decoded {
         let raw = decode_raw(
             self.file.bytes(),
             self.file.order,
@@ -223,22 +211,112 @@ impl Reader {
             .map(|s| batch.slice(s, size.min(batch.num_rows() - s)))
             .collect())
     }
+}
 
-    fn refill(&mut self) -> Result<()> {
-        let k = (rayon::current_num_threads() * 2).max(2);
-        let take: Vec<ExtentHeader> = (0..k).map_while(|_| self.extents.pop_front()).collect();
-        let results: Vec<Result<Vec<RecordBatch>>> =
-            take.par_iter().map(|h| self.decode_one(h)).collect();
-        for (h, r) in take.iter().zip(results) {
-            match r {
-                Ok(batches) => self.pending.extend(batches),
-                Err(e) if self.lenient => self
-                    .skipped
-                    .push(format!("skipped extent at offset {}: {e}", h.offset)),
-                Err(e) => return Err(self.file.err(e)),
-            }
+/// Record batches of one extent type, in file order.
+///
+/// Extents decode on the rayon pool while earlier ones are consumed: at most two per thread
+/// are in flight (decoded or decoding), so memory stays bounded by a few extents.
+pub struct Reader {
+    job: Arc<ExtentJob>,
+    extents: VecDeque<ExtentHeader>,
+    /// Extents handed to the pool, in file order, with where their result arrives.
+    in_flight: VecDeque<(ExtentHeader, mpsc::Receiver<Decoded>)>,
+    pending: VecDeque<RecordBatch>,
+    remaining: usize,
+    lenient: bool,
+    skipped: Vec<String>,
+    failed: bool,
+}
+
+impl Reader {
+    pub fn file(&self) -> &Arc<DsFile> {
+        &self.job.file
+    }
+    pub fn extent_type(&self) -> &Arc<ExtentType> {
+        &self.job.decoder.t
+    }
+    /// What a lenient reader skipped, one line per extent.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    fn window() -> usize {
+        (rayon::current_num_threads() * 2).max(2)
+    }
+
+    /// Keeps the window of extents decoding in the background full.
+    fn launch(&mut self) {
+        while self.in_flight.len() < Self::window() {
+            let Some(h) = self.extents.pop_front() else {
+                break;
+            };
+            let (tx, rx) = mpsc::sync_channel(1);
+            let (job, header) = (self.job.clone(), h.clone());
+            rayon::spawn(move || {
+                // A receiver gone means the reader was dropped: nobody wants the result.
+                let _ = tx.send(job.decode(&header));
+            });
+            self.in_flight.push_back((h, rx));
+        }
+    }
+
+    fn take(&mut self, h: &ExtentHeader, r: Decoded) -> Result<()> {
+        match r {
+            Ok(batches) => self.pending.extend(batches),
+            Err(e) if self.lenient => self
+                .skipped
+                .push(format!("skipped extent at offset {}: {e}", h.offset)),
+            Err(e) => return Err(self.job.file.err(e)),
         }
         Ok(())
+    }
+
+    fn refill(&mut self) -> Result<()> {
+        if rayon::current_thread_index().is_some() && self.in_flight.is_empty() {
+            // Called from a pool thread: waiting there for tasks queued on the same pool could
+            // deadlock, so decode a window in place (rayon's join lets this thread help).
+            let take: Vec<ExtentHeader> = (0..Self::window())
+                .map_while(|_| self.extents.pop_front())
+                .collect();
+            let job = self.job.clone();
+            let results: Vec<Decoded> = take.par_iter().map(|h| job.decode(h)).collect();
+            for (h, r) in take.iter().zip(results) {
+                self.take(h, r)?;
+            }
+            return Ok(());
+        }
+        self.launch();
+        if let Some((h, rx)) = self.in_flight.pop_front() {
+            let r = wait(&rx).unwrap_or_else(|| {
+                Err(Error::new(
+                    ErrorClass::BadValue,
+                    format!("decoding the extent at offset {} stopped", h.offset),
+                ))
+            });
+            self.take(&h, r)?;
+            self.launch();
+        }
+        Ok(())
+    }
+}
+
+/// The result of a decoding task. A pool thread (a reader moved into the pool after it started)
+/// must not block: it runs other pool work while it waits, so the task cannot starve behind it.
+fn wait(rx: &mpsc::Receiver<Decoded>) -> Option<Decoded> {
+    if rayon::current_thread_index().is_none() {
+        return rx.recv().ok();
+    }
+    loop {
+        match rx.try_recv() {
+            Ok(r) => return Some(r),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) => {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::thread::yield_now();
+                }
+            }
+        }
     }
 }
 
@@ -250,7 +328,7 @@ impl Iterator for Reader {
             return None;
         }
         while self.pending.is_empty() {
-            if self.extents.is_empty() {
+            if self.extents.is_empty() && self.in_flight.is_empty() {
                 return None;
             }
             if let Err(e) = self.refill() {
@@ -269,6 +347,6 @@ impl Iterator for Reader {
 
 impl RecordBatchReader for Reader {
     fn schema(&self) -> SchemaRef {
-        self.decoder.schema.clone()
+        self.job.decoder.schema.clone()
     }
 }
