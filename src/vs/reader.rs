@@ -24,6 +24,8 @@ use rayon::prelude::*;
 use super::codec::{self, Block, Blocks, Meta, ParseOptions, UnknownBlocks, VarintOrder};
 use super::lock::{self, LockKind, LockWait, LockedFile};
 use super::mapping::*;
+use super::msgpack_json::{self, JsonFailure};
+use super::vector_codec::VectorDecoder;
 use crate::error::{Error, ErrorClass, Result};
 use crate::Projection;
 
@@ -380,11 +382,17 @@ impl ReaderBuilder {
         };
         let pos = file.data_start;
         let done = file.meta.is_none();
+        let app_wanted = match (&columns, full.index_of(APP_DATA_COLUMN)) {
+            (Some(columns), Ok(app)) => columns.contains(&app),
+            _ => true,
+        };
         Ok(Reader {
             file,
             full,
             schema,
             columns,
+            app_wanted,
+            decoder: VectorDecoder::default(),
             pos,
             batch_size: self.batch_size,
             left: self.limit.unwrap_or(usize::MAX),
@@ -408,6 +416,10 @@ pub struct Reader {
     full: SchemaRef,
     schema: SchemaRef,
     columns: Option<Vec<usize>>,
+    /// Whether `app_data` is projected; when not, its msgpack is only validated.
+    app_wanted: bool,
+    /// The vector decompressor of batches built on this thread.
+    decoder: VectorDecoder,
     /// Where the walk goes on.
     pos: usize,
     batch_size: usize,
@@ -493,17 +505,17 @@ impl Reader {
         let bytes: &[u8] = &self.file.bytes;
         let take = want.min(self.pending.len());
         let refs: Vec<(u64, usize, usize)> = self.pending.iter().take(take).copied().collect();
-        let decode = |&(offset, start, len): &(u64, usize, usize)| {
+        let app_wanted = self.app_wanted;
+        // JSON text comes from decoding the msgpack, which validates it; otherwise validate here.
+        let validate = options.app_data == AppDataMode::Msgpack || !app_wanted;
+        let max_variable = options.parse.max_variable_vector;
+        let parse = |&(offset, start, len): &(u64, usize, usize)| {
             let block = Block {
                 kind: codec::POINT,
                 offset,
                 payload: &bytes[start..start + len],
             };
-            // In JSON mode the batch builder decodes (and so validates) the app_data.
-            let validate = options.app_data == AppDataMode::Msgpack;
-            let point = codec::parse_point_with(&block, options.parse.varint, validate)?;
-            let plain = codec::plain_vector(&point, meta, options.parse.max_variable_vector)?;
-            Ok((point, plain))
+            codec::parse_point_with(&block, options.parse.varint, validate)
         };
         // Large batches whose text cannot come near Arrow's 2 GiB limit (a msgpack byte gives
         // at most a few dozen bytes of JSON) are built in parallel, a chunk of rows per task.
@@ -513,10 +525,12 @@ impl Reader {
             let parts: Vec<RecordBatch> = refs
                 .par_chunks(CHUNK_ROWS)
                 .map(|chunk| {
-                    let mut builder = BatchBuilder::new(meta, options, chunk.len());
+                    let mut builder = BatchBuilder::new(meta, options, chunk.len(), app_wanted);
+                    let mut decoder = VectorDecoder::default();
                     for r in chunk {
-                        let (point, plain) = decode(r)?;
-                        if !builder.push(&point, &plain)? {
+                        let point = parse(r)?;
+                        let plain = decoder.plain(&point, meta, max_variable)?;
+                        if !builder.push(&point, plain)? {
                             return Err(codec::block_error(
                                 codec::POINT,
                                 point.offset,
@@ -536,11 +550,12 @@ impl Reader {
                 Some(c) => batch.project(c)?,
             }));
         }
-        let decoded: Vec<_> = refs.iter().map(decode).collect::<Result<_>>()?;
-        let mut builder = BatchBuilder::new(meta, options, decoded.len());
+        let mut builder = BatchBuilder::new(meta, options, refs.len(), app_wanted);
         let mut used = 0;
-        for (point, plain) in &decoded {
-            if !builder.push(point, plain)? {
+        for r in &refs {
+            let point = parse(r)?;
+            let plain = self.decoder.plain(&point, meta, max_variable)?;
+            if !builder.push(&point, plain)? {
                 break;
             }
             used += 1;
@@ -553,7 +568,6 @@ impl Reader {
                 "the point's text does not fit one Arrow string array (2 GiB)",
             ));
         }
-        drop(decoded);
         self.pending.drain(..used);
         self.left -= used;
         let batch = builder.finish(self.full.clone())?;
@@ -593,6 +607,8 @@ const MAX_TEXT: usize = i32::MAX as usize;
 struct BatchBuilder<'m> {
     meta: &'m Meta,
     exact: bool,
+    /// Whether the `app_data` text is built (else only validated, and the column left empty).
+    app_wanted: bool,
     with_offsets: bool,
     /// Element lengths follow the file's varint order.
     varint: VarintOrder,
@@ -608,16 +624,15 @@ struct BatchBuilder<'m> {
     offsets: Vec<u64>,
     scratch_elems: Vec<u8>,
     scratch_ends: Vec<usize>,
-    scratch_app: Vec<u8>,
-    text: String,
 }
 
 impl<'m> BatchBuilder<'m> {
-    fn new(meta: &'m Meta, options: &VsReadOptions, rows: usize) -> Self {
+    fn new(meta: &'m Meta, options: &VsReadOptions, rows: usize, app_wanted: bool) -> Self {
         let plain = meta.resolution.plain_size(meta.n).unwrap_or(0);
         BatchBuilder {
             meta,
             exact: options.app_data == AppDataMode::Msgpack,
+            app_wanted,
             with_offsets: options.with_offsets,
             varint: options.parse.varint,
             rows: 0,
@@ -639,8 +654,6 @@ impl<'m> BatchBuilder<'m> {
             offsets: Vec::new(),
             scratch_elems: Vec::new(),
             scratch_ends: Vec::new(),
-            scratch_app: Vec::new(),
-            text: String::new(),
         }
     }
 
@@ -654,38 +667,51 @@ impl<'m> BatchBuilder<'m> {
                 format!("{field}: {message}"),
             )
         };
-        // app_data first, into scratch.
-        self.scratch_app.clear();
+        // app_data first, straight into the column's text; taken back if the point does not fit.
+        let app_start = self.app_data.len();
         let app_valid = match point.app_data {
             None => false,
+            // Validated when the point was parsed.
+            Some(_) if !self.app_wanted => false,
             Some(bytes) if self.exact => {
-                self.scratch_app.extend_from_slice(bytes);
+                self.app_data.extend_from_slice(bytes);
                 true
             }
-            Some(bytes) => {
-                let value = codec::parse_msgpack(bytes)
-                    .map_err(|m| err(ErrorClass::BadValue, "app_data", m))?;
-                if matches!(value, rmpv::ValueRef::Nil) {
+            Some(bytes) => match msgpack_json::append_json(bytes, &mut self.app_data) {
+                Ok(true) => {
+                    self.app_data.truncate(app_start);
                     false
-                } else {
-                    self.text.clear();
-                    codec::msgpack_to_json(&value, &mut self.text)
-                        .map_err(|m| err(ErrorClass::UnsupportedType, "app_data", m))?;
-                    self.scratch_app.extend_from_slice(self.text.as_bytes());
-                    true
+                }
+                Ok(false) => true,
+                Err(JsonFailure::Invalid(m)) => {
+                    return Err(err(ErrorClass::BadValue, "app_data", m))
+                }
+                Err(JsonFailure::Unrepresentable(m)) => {
+                    return Err(err(ErrorClass::UnsupportedType, "app_data", m))
+                }
+            },
+        };
+        let fits = |builder: &Self| -> bool {
+            if builder.app_data.len() > MAX_TEXT {
+                return false;
+            }
+            if builder.meta.resolution.is_variable() {
+                let elems = builder.elem_data.len() + builder.scratch_elems.len();
+                if builder.scratch_elems.len() > MAX_TEXT || (elems > MAX_TEXT && builder.rows > 0)
+                {
+                    return false;
                 }
             }
+            true
         };
         if self.meta.resolution.is_variable() {
-            self.decode_variable(point, plain)?;
-            if self.elem_data.len() + self.scratch_elems.len() > MAX_TEXT && self.rows > 0 {
-                return Ok(false);
-            }
-            if self.scratch_elems.len() > MAX_TEXT {
-                return Ok(false);
+            if let Err(e) = self.decode_variable(point, plain) {
+                self.app_data.truncate(app_start);
+                return Err(e);
             }
         }
-        if self.app_data.len() + self.scratch_app.len() > MAX_TEXT {
+        if !fits(self) {
+            self.app_data.truncate(app_start);
             return Ok(false);
         }
         // Commit.
@@ -700,7 +726,6 @@ impl<'m> BatchBuilder<'m> {
             }
             _ => self.values.extend_from_slice(plain),
         }
-        self.app_data.extend_from_slice(&self.scratch_app);
         self.app_offsets.push(self.app_data.len() as i32);
         self.app_valid.append(app_valid);
         self.offsets.push(point.offset);
@@ -757,18 +782,22 @@ impl<'m> BatchBuilder<'m> {
                         if !self.exact {
                             self.scratch_elems.extend_from_slice(b"null");
                         }
-                    } else {
-                        let value = codec::parse_msgpack(bytes)
+                    } else if self.exact {
+                        msgpack_json::validate(bytes)
                             .map_err(|m| err(ErrorClass::BadValue, format!("element {i}: {m}")))?;
-                        if self.exact {
-                            self.scratch_elems.extend_from_slice(bytes);
-                        } else {
-                            self.text.clear();
-                            codec::msgpack_to_json(&value, &mut self.text).map_err(|m| {
-                                err(ErrorClass::UnsupportedType, format!("element {i}: {m}"))
-                            })?;
-                            self.scratch_elems.extend_from_slice(self.text.as_bytes());
-                        }
+                        self.scratch_elems.extend_from_slice(bytes);
+                    } else {
+                        // A nil element is the JSON text `null`, not a missing element.
+                        msgpack_json::append_json(bytes, &mut self.scratch_elems).map_err(
+                            |failure| match failure {
+                                JsonFailure::Invalid(m) => {
+                                    err(ErrorClass::BadValue, format!("element {i}: {m}"))
+                                }
+                                JsonFailure::Unrepresentable(m) => {
+                                    err(ErrorClass::UnsupportedType, format!("element {i}: {m}"))
+                                }
+                            },
+                        )?;
                     }
                 }
             }
