@@ -393,12 +393,14 @@ impl ReaderBuilder {
             columns,
             app_wanted,
             decoder: VectorDecoder::default(),
-            pos,
             batch_size: self.batch_size,
             left: self.limit.unwrap_or(usize::MAX),
-            pending: VecDeque::new(),
-            deferred: None,
-            done,
+            walk: Walk {
+                pos,
+                pending: VecDeque::new(),
+                deferred: None,
+                done,
+            },
         })
     }
 }
@@ -420,10 +422,15 @@ pub struct Reader {
     app_wanted: bool,
     /// The vector decompressor of batches built on this thread.
     decoder: VectorDecoder,
-    /// Where the walk goes on.
-    pos: usize,
     batch_size: usize,
     left: usize,
+    walk: Walk,
+}
+
+/// Where the walk over the blocks stands.
+struct Walk {
+    /// Offset of the next block to walk.
+    pos: usize,
     /// Point blocks walked but not yet turned into rows: (offset, payload start, length).
     pending: VecDeque<(u64, usize, usize)>,
     /// An error met while walking, reported after the rows before it.
@@ -431,19 +438,18 @@ pub struct Reader {
     done: bool,
 }
 
-impl Reader {
-    pub fn file(&self) -> &VsFile {
-        &self.file
-    }
+/// Points walked ahead of the rows built from them on the sequential path: few enough that
+/// their bytes are still in the CPU cache when they are decoded.
+const WALK_WINDOW: usize = 32;
 
+impl Walk {
     /// Walks blocks until `want` points are pending or the data ends.
-    fn gather(&mut self, want: usize) {
+    fn gather(&mut self, file: &VsFile, want: usize) {
         if self.done {
             return;
         }
-        let parse = self.file.options.parse;
-        let bytes: &[u8] = &self.file.bytes;
-        let mut blocks = Blocks::new(bytes, self.pos, parse.eof);
+        let parse = file.options.parse;
+        let mut blocks = Blocks::new(&file.bytes, self.pos, parse.eof);
         while self.pending.len() < want {
             match blocks.next_block() {
                 Ok(Some(block)) => match block.kind {
@@ -483,28 +489,30 @@ impl Reader {
         }
         self.pos = blocks.position();
     }
+}
+
+impl Reader {
+    pub fn file(&self) -> &VsFile {
+        &self.file
+    }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         let want = self.batch_size.min(self.left);
         if want == 0 {
             return Ok(None);
         }
-        self.gather(want);
-        if self.pending.is_empty() {
-            return match self.deferred.take() {
+        let file = &self.file;
+        let walk = &mut self.walk;
+        walk.gather(file, 1);
+        if walk.pending.is_empty() {
+            return match walk.deferred.take() {
                 Some(e) => Err(e),
                 None => Ok(None),
             };
         }
-        let meta = self
-            .file
-            .meta
-            .as_ref()
-            .expect("points only follow a meta block");
-        let options = &self.file.options;
-        let bytes: &[u8] = &self.file.bytes;
-        let take = want.min(self.pending.len());
-        let refs: Vec<(u64, usize, usize)> = self.pending.iter().take(take).copied().collect();
+        let meta = file.meta.as_ref().expect("points only follow a meta block");
+        let options = &file.options;
+        let bytes: &[u8] = &file.bytes;
         let app_wanted = self.app_wanted;
         // JSON text comes from decoding the msgpack, which validates it; otherwise validate here.
         let validate = options.app_data == AppDataMode::Msgpack || !app_wanted;
@@ -517,58 +525,74 @@ impl Reader {
             };
             codec::parse_point_with(&block, options.parse.varint, validate)
         };
-        // Large batches whose text cannot come near Arrow's 2 GiB limit (a msgpack byte gives
-        // at most a few dozen bytes of JSON) are built in parallel, a chunk of rows per task.
-        let payload: usize = refs.iter().map(|r| r.2).sum();
-        if refs.len() >= 2 * CHUNK_ROWS && payload.saturating_mul(64) < MAX_TEXT {
-            let full = self.full.clone();
-            let parts: Vec<RecordBatch> = refs
-                .par_chunks(CHUNK_ROWS)
-                .map(|chunk| {
-                    let mut builder = BatchBuilder::new(meta, options, chunk.len(), app_wanted);
-                    let mut decoder = VectorDecoder::default();
-                    for r in chunk {
-                        let point = parse(r)?;
-                        let plain = decoder.plain(&point, meta, max_variable)?;
-                        if !builder.push(&point, plain)? {
-                            return Err(codec::block_error(
-                                codec::POINT,
-                                point.offset,
-                                ErrorClass::BufferSize,
-                                "the point's text does not fit one Arrow string array (2 GiB)",
-                            ));
+        // Compressed vectors of large batches are decompressed in parallel, a chunk of rows per
+        // task, when the batch's text cannot come near Arrow's 2 GiB limit (a msgpack byte gives
+        // at most a few dozen bytes of JSON). Plain vectors are only copied: there the chunks'
+        // concatenation costs more than a second core saves (docs/performance.md), so they are
+        // built sequentially. The first point's codec stands for the batch's.
+        let compressed = parse(&walk.pending[0])?.vec_option & 0x07 != 0;
+        if compressed && want >= 2 * CHUNK_ROWS {
+            walk.gather(file, want);
+            let take = want.min(walk.pending.len());
+            let refs: Vec<(u64, usize, usize)> = walk.pending.iter().take(take).copied().collect();
+            let payload: usize = refs.iter().map(|r| r.2).sum();
+            if refs.len() >= 2 * CHUNK_ROWS && payload.saturating_mul(64) < MAX_TEXT {
+                let full = self.full.clone();
+                let parts: Vec<RecordBatch> = refs
+                    .par_chunks(CHUNK_ROWS)
+                    .map(|chunk| {
+                        let mut builder = BatchBuilder::new(meta, options, chunk.len(), app_wanted);
+                        let mut decoder = VectorDecoder::default();
+                        for r in chunk {
+                            let point = parse(r)?;
+                            let plain = decoder.plain(&point, meta, max_variable)?;
+                            if !builder.push(&point, plain)? {
+                                return Err(codec::block_error(
+                                    codec::POINT,
+                                    point.offset,
+                                    ErrorClass::BufferSize,
+                                    "the point's text does not fit one Arrow string array (2 GiB)",
+                                ));
+                            }
                         }
-                    }
-                    builder.finish(full.clone())
-                })
-                .collect::<Result<_>>()?;
-            let batch = arrow::compute::concat_batches(&self.full, &parts)?;
-            self.pending.drain(..refs.len());
-            self.left -= refs.len();
-            return Ok(Some(match &self.columns {
-                None => batch,
-                Some(c) => batch.project(c)?,
-            }));
+                        builder.finish(full.clone())
+                    })
+                    .collect::<Result<_>>()?;
+                let batch = arrow::compute::concat_batches(&self.full, &parts)?;
+                walk.pending.drain(..refs.len());
+                self.left -= refs.len();
+                return Ok(Some(match &self.columns {
+                    None => batch,
+                    Some(c) => batch.project(c)?,
+                }));
+            }
         }
-        let mut builder = BatchBuilder::new(meta, options, refs.len(), app_wanted);
+        // Sequentially, walking a small window ahead of the rows.
+        let mut builder = BatchBuilder::new(meta, options, want, app_wanted);
         let mut used = 0;
-        for r in &refs {
-            let point = parse(r)?;
+        while used < want {
+            if walk.pending.is_empty() {
+                walk.gather(file, WALK_WINDOW.min(want - used));
+                if walk.pending.is_empty() {
+                    break;
+                }
+            }
+            let point = parse(&walk.pending[0])?;
             let plain = self.decoder.plain(&point, meta, max_variable)?;
             if !builder.push(&point, plain)? {
                 break;
             }
+            walk.pending.pop_front();
             used += 1;
         }
         if used == 0 {
             return Err(codec::block_error(
                 codec::POINT,
-                refs[0].0,
+                walk.pending[0].0,
                 ErrorClass::BufferSize,
                 "the point's text does not fit one Arrow string array (2 GiB)",
             ));
         }
-        self.pending.drain(..used);
         self.left -= used;
         let batch = builder.finish(self.full.clone())?;
         Ok(Some(match &self.columns {
@@ -586,8 +610,8 @@ impl Iterator for Reader {
             Ok(Some(batch)) => Some(Ok(batch)),
             Ok(None) => None,
             Err(e) => {
-                self.done = true;
-                self.pending.clear();
+                self.walk.done = true;
+                self.walk.pending.clear();
                 self.left = 0;
                 Some(Err(attach(e, self.file.path()).into()))
             }
