@@ -239,7 +239,10 @@ pub struct Fields<'a> {
     pub order: VarintOrder,
 }
 
+// The hot accessors are inlined into the point parser (a million points a second); their
+// error paths are kept out of line.
 impl<'a> Fields<'a> {
+    #[inline]
     pub fn new(block: &Block<'a>, order: VarintOrder) -> Fields<'a> {
         Fields {
             kind: block.kind,
@@ -250,6 +253,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline]
     pub fn left(&self) -> usize {
         self.bytes.len() - self.pos
     }
@@ -259,6 +263,8 @@ impl<'a> Fields<'a> {
         self.offset + BLOCK_HEADER as u64 + self.pos as u64
     }
 
+    #[cold]
+    #[inline(never)]
     pub fn error(&self, class: ErrorClass, field: &str, message: impl AsRef<str>) -> Error {
         block_error(
             self.kind,
@@ -268,33 +274,50 @@ impl<'a> Fields<'a> {
         )
     }
 
+    #[inline]
     pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.left() {
-            return Err(self.error(
-                ErrorClass::BadEnvelope,
-                field,
-                format!(
-                    "malformed block: needs {n} bytes, {} remain in the block",
-                    self.left()
-                ),
-            ));
+            return Err(self.short(n, field));
         }
         let s = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn short(&self, n: usize, field: &str) -> Error {
+        self.error(
+            ErrorClass::BadEnvelope,
+            field,
+            format!(
+                "malformed block: needs {n} bytes, {} remain in the block",
+                self.left()
+            ),
+        )
+    }
+
+    #[inline]
     pub fn u8(&mut self, field: &str) -> Result<u8> {
         Ok(self.take(1, field)?[0])
     }
 
+    #[inline]
     pub fn u32le(&mut self, field: &str) -> Result<u32> {
         let b = self.take(4, field)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     pub fn varuint(&mut self, max_bytes: usize, max_value: u64, field: &str) -> Result<u64> {
         let start = self.pos;
+        // One byte: the common case of small lengths.
+        if let Some(&byte) = self.bytes.get(start) {
+            if byte < 0x80 && (byte as u64) <= max_value {
+                self.pos += 1;
+                return Ok(byte as u64);
+            }
+        }
         match read_varuint(&self.bytes[start..], max_bytes, max_value, self.order) {
             Ok((value, used)) => {
                 self.pos += used;
@@ -312,6 +335,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline]
     pub fn vu32(&mut self, field: &str) -> Result<u32> {
         Ok(self.varuint(5, u32::MAX as u64, field)? as u32)
     }
@@ -327,6 +351,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A `json` field whose msgpack the caller decodes (and so validates) itself.
+    #[inline]
     pub fn json_unchecked(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
         let n = self.vu32(field)? as usize;
         if n == 0 {

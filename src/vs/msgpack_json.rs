@@ -84,6 +84,7 @@ trait Cursor<'a> {
     fn bytes(&self) -> &'a [u8];
     fn pos_mut(&mut self) -> &mut usize;
 
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let bytes = self.bytes();
         let pos = *self.pos_mut();
@@ -92,10 +93,12 @@ trait Cursor<'a> {
         Some(&bytes[pos..end])
     }
 
+    #[inline(always)]
     fn be<const N: usize>(&mut self) -> Option<[u8; N]> {
         self.take(N).map(|b| b.try_into().expect("N bytes"))
     }
 
+    #[inline(always)]
     fn item(&mut self) -> Option<Item> {
         let marker = self.take(1)?[0];
         Some(match marker {
@@ -204,10 +207,7 @@ impl Printer<'_, '_> {
             return None;
         }
         match self.item()? {
-            Item::Str(n) => {
-                let text = simdutf8::basic::from_utf8(self.take(n)?).ok()?;
-                push_string(text.as_bytes(), self.out);
-            }
+            Item::Str(n) => push_string(utf8(self.take(n)?)?, self.out),
             Item::Bin(n) => {
                 let data = self.take(n)?;
                 push_bytes(data, self.out);
@@ -239,6 +239,17 @@ impl Printer<'_, '_> {
     }
 
     fn map(&mut self, n: usize, depth: usize) -> Option<()> {
+        if n <= 1 {
+            // No key can clash.
+            self.out.push(b'{');
+            if n == 1 {
+                self.key()?;
+                self.out.push(b':');
+                self.value(depth + 1)?;
+            }
+            self.out.push(b'}');
+            return Some(());
+        }
         // Where each key's quoted text lies in `out`: two keys clash when these bytes are
         // equal (escaping is one-to-one), as the tree path's set of unescaped keys says.
         let mut inline = [(0usize, 0usize); INLINE_KEYS];
@@ -287,10 +298,7 @@ impl Printer<'_, '_> {
     /// text; other keys have no JSON form.
     fn key(&mut self) -> Option<()> {
         match self.item()? {
-            Item::Str(n) => {
-                let text = simdutf8::basic::from_utf8(self.take(n)?).ok()?;
-                push_string(text.as_bytes(), self.out);
-            }
+            Item::Str(n) => push_string(utf8(self.take(n)?)?, self.out),
             Item::Bin(_) | Item::Ext(_) | Item::Array(_) | Item::Map(_) => return None,
             scalar => {
                 // Number, bool and null texts hold nothing that needs escaping.
@@ -303,6 +311,18 @@ impl Printer<'_, '_> {
     }
 }
 
+/// `bytes` when they are UTF-8.
+#[inline]
+fn utf8(bytes: &[u8]) -> Option<&[u8]> {
+    // Keys and short values are mostly ASCII: checked a word at a time.
+    if bytes.is_ascii() || simdutf8::basic::from_utf8(bytes).is_ok() {
+        Some(bytes)
+    } else {
+        None
+    }
+}
+
+#[inline]
 fn push_scalar(item: &Item, out: &mut Vec<u8>) {
     match *item {
         Item::Nil => out.extend_from_slice(b"null"),
@@ -335,6 +355,7 @@ fn push_bytes(data: &[u8], out: &mut Vec<u8>) {
 }
 
 /// A JSON string literal of UTF-8 `text`, escaped like [`codec::push_json_string`].
+#[inline]
 fn push_string(text: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
     let mut start = 0;
