@@ -720,3 +720,50 @@ fn app_data_not_projected_is_validated_not_printed() {
         assert!(e.to_string().contains("app_data"), "{e}");
     }
 }
+
+#[test]
+fn parallel_fixed_size_batches_agree() {
+    // Fixed-size compressed vectors in batches of 2048 are decompressed by parallel tasks that
+    // write straight into the batch's values buffer; batches of 7 rows are built sequentially.
+    let n = 3000usize;
+    let values = Float32Array::from_iter_values((0..n * 3).map(|i| (i as f32).sin()));
+    let list = FixedSizeListArray::try_new(
+        Arc::new(Field::new("item", DataType::Float32, false)),
+        3,
+        Arc::new(values),
+        None,
+    )
+    .unwrap();
+    let app: StringArray = (0..n)
+        .map(|i| (i % 7 != 0).then(|| format!("{{\"i\":{i},\"s\":\"é{}\"}}", i % 11)))
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("vector", list.data_type().clone(), false),
+        Field::new("app_data", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(list), Arc::new(app.clone())]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for compression in [Compression::Snappy, Compression::Gzip, Compression::None] {
+        let path = dir.path().join(format!("f_{}.vs", compression.name()));
+        write(
+            &path,
+            &batch,
+            VsWriteOptions::default().with_compression(compression),
+        )
+        .unwrap();
+        let read_with = |size: usize| {
+            let batches: Vec<RecordBatch> = ReaderBuilder::new()
+                .with_batch_size(size)
+                .with_offsets(true)
+                .build(&path)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            concat(&batches)
+        };
+        let (a, b) = (read_with(2048), read_with(7));
+        assert_eq!(a, b);
+        assert_eq!(a.column(0), batch.column(0));
+        assert_eq!(a.column(1).as_string::<i32>(), &app);
+    }
+}

@@ -528,40 +528,89 @@ impl Reader {
             };
             codec::parse_point_with(&block, options.parse.varint, validate)
         };
-        // Compressed vectors of large batches are decompressed in parallel, a chunk of rows per
-        // task, when the batch's text cannot come near Arrow's 2 GiB limit (a msgpack byte gives
-        // at most a few dozen bytes of JSON). Plain vectors are only copied: there the chunks'
-        // concatenation costs more than a second core saves (docs/performance.md), so they are
-        // built sequentially. The first point's codec stands for the batch's.
+        // Large batches are built in parallel, a chunk of rows per task, when the batch's text
+        // cannot come near Arrow's 2 GiB limit (a msgpack byte gives at most a few dozen bytes
+        // of JSON) and either the vectors are compressed or they have a fixed size (their
+        // values then go straight to their place in one buffer). Plain STRING/JSON/BOOL vectors
+        // would need the parts concatenated, which costs more than a second core saves, so they
+        // are built sequentially (docs/performance.md). The first point's codec stands for the
+        // batch's.
         let compressed = parse(&walk.pending[0])?.vec_option & 0x07 != 0;
-        if compressed && want >= 2 * CHUNK_ROWS {
+        let fixed_size = match meta.resolution {
+            Resolution::Bool | Resolution::String | Resolution::Json => None,
+            r => r.plain_size(meta.n).filter(|&size| size > 0),
+        };
+        if (compressed || fixed_size.is_some()) && want >= 2 * CHUNK_ROWS {
             walk.gather(file, want);
             let take = want.min(walk.pending.len());
             let refs: Vec<(u64, usize, usize)> = walk.pending.iter().take(take).copied().collect();
             let payload: usize = refs.iter().map(|r| r.2).sum();
             if refs.len() >= 2 * CHUNK_ROWS && payload.saturating_mul(64) < MAX_TEXT {
-                let full = self.full.clone();
-                let parts: Vec<RecordBatch> = refs
-                    .par_chunks(CHUNK_ROWS)
-                    .map(|chunk| {
-                        let mut builder = BatchBuilder::new(meta, options, chunk.len(), app_wanted);
-                        let mut decoder = VectorDecoder::default();
-                        for r in chunk {
-                            let point = parse(r)?;
-                            let plain = decoder.plain(&point, meta, max_variable)?;
-                            if !builder.push(&point, plain)? {
-                                return Err(codec::block_error(
-                                    codec::POINT,
-                                    point.offset,
-                                    ErrorClass::BufferSize,
-                                    "the point's text does not fit one Arrow string array (2 GiB)",
-                                ));
-                            }
+                let build_chunk = |chunk: &[(u64, usize, usize)]| {
+                    let mut builder = BatchBuilder::new(meta, options, chunk.len(), app_wanted);
+                    let mut decoder = VectorDecoder::default();
+                    for r in chunk {
+                        let point = parse(r)?;
+                        let plain = decoder.plain(&point, meta, max_variable)?;
+                        if !builder.push(&point, plain)? {
+                            return Err(codec::block_error(
+                                codec::POINT,
+                                point.offset,
+                                ErrorClass::BufferSize,
+                                "the point's text does not fit one Arrow string array (2 GiB)",
+                            ));
                         }
-                        builder.finish(full.clone())
-                    })
-                    .collect::<Result<_>>()?;
-                let batch = arrow::compute::concat_batches(&self.full, &parts)?;
+                    }
+                    Ok(builder)
+                };
+                let batch = if let Some(size) = fixed_size {
+                    // Each task copies its rows' values into its own part of the batch's values
+                    // buffer, so the batch is never concatenated afterwards.
+                    let total = refs.len() * size;
+                    let mut values = MutableBuffer::with_capacity(total);
+                    // SAFETY: the capacity holds `total` bytes; they are only written through
+                    // `MaybeUninit` until every part has been filled.
+                    let parts_out = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            values.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(),
+                            total,
+                        )
+                    };
+                    let parts: Vec<BatchBuilder> = parts_out
+                        .par_chunks_mut(CHUNK_ROWS * size)
+                        .zip(refs.par_chunks(CHUNK_ROWS))
+                        .map(|(out, chunk)| {
+                            let mut builder = build_chunk(chunk)?;
+                            let filled = builder.values.as_slice();
+                            assert_eq!(filled.len(), out.len(), "one fixed-size vector per row");
+                            // SAFETY: same length, distinct allocations.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    filled.as_ptr(),
+                                    out.as_mut_ptr().cast::<u8>(),
+                                    out.len(),
+                                )
+                            };
+                            builder.values = MutableBuffer::new(0);
+                            Ok(builder)
+                        })
+                        .collect::<Result<_>>()?;
+                    // SAFETY: every byte up to `total` was written by exactly one part above.
+                    unsafe { values.set_len(total) };
+                    let mut whole = BatchBuilder::new(meta, options, 0, app_wanted);
+                    for part in parts {
+                        whole.append(part);
+                    }
+                    whole.values = values;
+                    whole.finish(self.full.clone())?
+                } else {
+                    let full = self.full.clone();
+                    let parts: Vec<RecordBatch> = refs
+                        .par_chunks(CHUNK_ROWS)
+                        .map(|chunk| build_chunk(chunk)?.finish(full.clone()))
+                        .collect::<Result<_>>()?;
+                    arrow::compute::concat_batches(&self.full, &parts)?
+                };
                 walk.pending.drain(..refs.len());
                 self.left -= refs.len();
                 return Ok(Some(match &self.columns {
@@ -759,6 +808,17 @@ impl<'m> BatchBuilder<'m> {
         self.offsets.push(point.offset);
         self.rows += 1;
         Ok(true)
+    }
+
+    /// Appends the rows of `part` except its fixed-size values (which the caller places).
+    fn append(&mut self, mut part: BatchBuilder<'_>) {
+        let base = self.app_data.len() as i32;
+        self.app_data.extend_from_slice(&part.app_data);
+        self.app_offsets
+            .extend(part.app_offsets[1..].iter().map(|end| base + end));
+        self.app_valid.append_buffer(&part.app_valid.finish());
+        self.offsets.extend_from_slice(&part.offsets);
+        self.rows += part.rows;
     }
 
     /// Splits STRING / JSON vector bytes into N elements (spec §5).
