@@ -7,7 +7,9 @@
 //!
 //! Environment:
 //! * `ARROWSMITH_BENCH_ROWS` — number of points (default 1 000 000);
-//! * `ARROWSMITH_BENCH_DIR` — where the files are written (default: a temporary directory).
+//! * `ARROWSMITH_BENCH_DIR` — where the files are written (default: a temporary directory);
+//! * `ARROWSMITH_BENCH_CODECS` — a comma-separated subset of `none,snappy,gzip` (default: all),
+//!   to keep a timing run short on a shared machine.
 //!
 //! Each point's app_data is `{"id": i}`. The vector elements are pseudo-random floats rounded
 //! to 1/256, like quantised embeddings: compressible, but not trivially.
@@ -96,6 +98,44 @@ fn read(path: &Path) -> usize {
         .sum()
 }
 
+/// Walks the blocks of a VS file written by this bench (plain vectors) and, with `copy`, copies
+/// every vector into a values buffer allocated per batch; returns the number of points.
+fn floor_walk(path: &Path, copy: bool) -> usize {
+    let file = std::fs::File::open(path).unwrap();
+    // SAFETY: the bench's own file, not modified while mapped.
+    let bytes = unsafe { memmap2::Mmap::map(&file).unwrap() };
+    let mut pos = 4;
+    let mut points = 0;
+    let mut values: Vec<u8> = Vec::new();
+    let mut checksum = 0u8;
+    loop {
+        let kind = bytes[pos];
+        if kind == b'$' {
+            break;
+        }
+        let len = u32::from_le_bytes(bytes[pos + 1..pos + 5].try_into().unwrap()) as usize;
+        let payload = &bytes[pos + 5..pos + 5 + len];
+        pos += 5 + len;
+        checksum ^= payload[0];
+        if kind != b'P' {
+            continue;
+        }
+        points += 1;
+        if copy {
+            // option, app_data (length < 128 here), vector option, stored length, vector.
+            let app = payload[1] as usize;
+            let vector = &payload[2 + app + 5..];
+            if values.len() + vector.len() > values.capacity() {
+                black_box(&values);
+                values = Vec::with_capacity(BATCH * DIMS * 4);
+            }
+            values.extend_from_slice(vector);
+        }
+    }
+    black_box((checksum, values));
+    points
+}
+
 fn bench(c: &mut Criterion) {
     let n = rows();
     let (_tmp, dir) = match std::env::var_os("ARROWSMITH_BENCH_DIR") {
@@ -108,11 +148,19 @@ fn bench(c: &mut Criterion) {
     };
     std::fs::create_dir_all(&dir).unwrap();
     let data = batches(n);
-    let codecs = [
+    let wanted = std::env::var("ARROWSMITH_BENCH_CODECS").unwrap_or_default();
+    let codecs: Vec<(&str, Compression)> = [
         ("none", Compression::None),
         ("snappy", Compression::Snappy),
         ("gzip", Compression::Gzip),
-    ];
+    ]
+    .into_iter()
+    .filter(|(name, _)| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == *name))
+    .collect();
+    assert!(
+        codecs.first().is_some_and(|c| c.0 == "none"),
+        "ARROWSMITH_BENCH_CODECS must include none (the cat floor reads its file)"
+    );
     let files: Vec<PathBuf> = codecs
         .iter()
         .map(|(name, codec)| {
@@ -144,6 +192,16 @@ fn bench(c: &mut Criterion) {
             assert!(status.success());
         })
     });
+    // Floors for the uncompressed read, to tell the reader's own cost from the machine's:
+    // walking the mapped file block by block (touching each block header), and walking it while
+    // copying every vector into a fresh values buffer per batch of 8192 — the least any reader
+    // producing an Arrow values buffer does.
+    g.bench_function("floor_walk_none", |b| {
+        b.iter(|| assert_eq!(black_box(floor_walk(&files[0], false)), n))
+    });
+    g.bench_function("floor_walk_copy_none", |b| {
+        b.iter(|| assert_eq!(black_box(floor_walk(&files[0], true)), n))
+    });
     for ((name, _), path) in codecs.iter().zip(&files) {
         eprintln!(
             "{name}: {} bytes ({:.1} % of uncompressed)",
@@ -159,7 +217,7 @@ fn bench(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
     g.throughput(Throughput::Bytes(plain_size));
-    for (name, codec) in &codecs[..2] {
+    for (name, codec) in codecs.iter().filter(|c| c.0 != "gzip") {
         let codec = *codec;
         let out = dir.join(format!("out_{name}.vs"));
         g.bench_function(*name, |b| b.iter(|| write(&out, &data, codec)));

@@ -129,6 +129,26 @@ pub fn check_header(bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Asks the CPU to start loading the cache line of `bytes[at]` (nothing when `at` is past the
+/// end, or on other architectures). Walking a mapped file is bound by memory latency: the next
+/// block's header is only known once this one's length has arrived.
+#[inline(always)]
+pub fn prefetch(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < bytes.len() {
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault; the address is
+        // inside `bytes`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(
+                bytes.as_ptr().add(at) as *const i8,
+                std::arch::x86_64::_MM_HINT_T0,
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
+}
+
 /// One block: its type byte, the offset of that byte and its payload.
 #[derive(Debug, Clone, Copy)]
 pub struct Block<'a> {
@@ -239,7 +259,10 @@ pub struct Fields<'a> {
     pub order: VarintOrder,
 }
 
+// The hot accessors are inlined into the point parser (a million points a second); their
+// error paths are kept out of line.
 impl<'a> Fields<'a> {
+    #[inline]
     pub fn new(block: &Block<'a>, order: VarintOrder) -> Fields<'a> {
         Fields {
             kind: block.kind,
@@ -250,6 +273,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline]
     pub fn left(&self) -> usize {
         self.bytes.len() - self.pos
     }
@@ -259,6 +283,8 @@ impl<'a> Fields<'a> {
         self.offset + BLOCK_HEADER as u64 + self.pos as u64
     }
 
+    #[cold]
+    #[inline(never)]
     pub fn error(&self, class: ErrorClass, field: &str, message: impl AsRef<str>) -> Error {
         block_error(
             self.kind,
@@ -268,33 +294,50 @@ impl<'a> Fields<'a> {
         )
     }
 
+    #[inline]
     pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.left() {
-            return Err(self.error(
-                ErrorClass::BadEnvelope,
-                field,
-                format!(
-                    "malformed block: needs {n} bytes, {} remain in the block",
-                    self.left()
-                ),
-            ));
+            return Err(self.short(n, field));
         }
         let s = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn short(&self, n: usize, field: &str) -> Error {
+        self.error(
+            ErrorClass::BadEnvelope,
+            field,
+            format!(
+                "malformed block: needs {n} bytes, {} remain in the block",
+                self.left()
+            ),
+        )
+    }
+
+    #[inline]
     pub fn u8(&mut self, field: &str) -> Result<u8> {
         Ok(self.take(1, field)?[0])
     }
 
+    #[inline]
     pub fn u32le(&mut self, field: &str) -> Result<u32> {
         let b = self.take(4, field)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     pub fn varuint(&mut self, max_bytes: usize, max_value: u64, field: &str) -> Result<u64> {
         let start = self.pos;
+        // One byte: the common case of small lengths.
+        if let Some(&byte) = self.bytes.get(start) {
+            if byte < 0x80 && (byte as u64) <= max_value {
+                self.pos += 1;
+                return Ok(byte as u64);
+            }
+        }
         match read_varuint(&self.bytes[start..], max_bytes, max_value, self.order) {
             Ok((value, used)) => {
                 self.pos += used;
@@ -312,6 +355,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline]
     pub fn vu32(&mut self, field: &str) -> Result<u32> {
         Ok(self.varuint(5, u32::MAX as u64, field)? as u32)
     }
@@ -320,12 +364,14 @@ impl<'a> Fields<'a> {
     pub fn json(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
         let bytes = self.json_unchecked(field)?;
         if let Some(bytes) = bytes {
-            validate_msgpack(bytes).map_err(|m| self.error(ErrorClass::BadValue, field, m))?;
+            super::msgpack_json::validate(bytes)
+                .map_err(|m| self.error(ErrorClass::BadValue, field, m))?;
         }
         Ok(bytes)
     }
 
     /// A `json` field whose msgpack the caller decodes (and so validates) itself.
+    #[inline]
     pub fn json_unchecked(&mut self, field: &str) -> Result<Option<&'a [u8]>> {
         let n = self.vu32(field)? as usize;
         if n == 0 {
@@ -388,7 +434,8 @@ pub fn write_json_field(out: &mut Vec<u8>, msgpack: Option<&[u8]>) {
     }
 }
 
-/// Checks that `bytes` hold exactly one msgpack value.
+/// Checks that `bytes` hold exactly one msgpack value (the tree-building check; see
+/// [`super::msgpack_json::validate`] for the one that does not allocate).
 pub fn validate_msgpack(bytes: &[u8]) -> std::result::Result<(), String> {
     parse_msgpack(bytes).map(|_| ())
 }
@@ -534,60 +581,23 @@ pub fn parse_point_with<'a>(
     })
 }
 
-const SNAPPY_STREAM_ID: &[u8] = &[0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
+pub(crate) const SNAPPY_STREAM_ID: &[u8] =
+    &[0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
 
 /// The plain vector bytes of a point: decompressed, bounded and size-checked (spec §6.1–6.2).
+/// Loops over many points keep one [`super::vector_codec::VectorDecoder`] instead.
 pub fn plain_vector<'a>(
     point: &Point<'a>,
     meta: &Meta,
     max_variable: usize,
 ) -> Result<Cow<'a, [u8]>> {
-    let err = |class: ErrorClass, message: String| {
-        block_error(POINT, point.offset, class, format!("vector: {message}"))
-    };
-    let code = point.vec_option & 0x07;
-    // Exact size for fixed types; an upper bound for STRING/JSON.
-    let expected = meta.resolution.plain_size(meta.n);
-    let cap = expected.unwrap_or(max_variable);
-    let stored = point.stored;
-    let plain: Cow<'a, [u8]> = match code {
-        0 => Cow::Borrowed(stored),
-        1 | 2 => {
-            if stored.is_empty() {
-                return Err(err(
-                    ErrorClass::BadValue,
-                    "corrupt compressed vector: empty compressed data".into(),
-                ));
-            }
-            if code == 1 && stored.starts_with(&[0x1F, 0x8B]) {
-                Cow::Owned(gunzip(stored, cap).map_err(|m| err(m.0, m.1))?)
-            } else if stored.starts_with(SNAPPY_STREAM_ID) {
-                Cow::Owned(unsnap_framed(stored, cap).map_err(|m| err(m.0, m.1))?)
-            } else {
-                Cow::Owned(unsnap_raw(stored, expected, cap).map_err(|m| err(m.0, m.1))?)
-            }
-        }
-        c => {
-            return Err(err(
-                ErrorClass::Unsupported,
-                format!("unsupported compression code {c}"),
-            ))
-        }
-    };
-    if let Some(expected) = expected {
-        if plain.len() != expected {
-            return Err(err(
-                ErrorClass::BufferSize,
-                format!(
-                    "vector length mismatch: {} bytes, expected {expected} for {} {} elements",
-                    plain.len(),
-                    meta.n,
-                    meta.resolution.name()
-                ),
-            ));
-        }
-    }
-    Ok(plain)
+    let mut decoder = super::vector_codec::VectorDecoder::default();
+    let plain = decoder.plain(point, meta, max_variable)?;
+    Ok(if point.vec_option & 0x07 == 0 {
+        Cow::Borrowed(point.stored)
+    } else {
+        Cow::Owned(plain.to_vec())
+    })
 }
 
 type Failure = (ErrorClass, String);
@@ -615,73 +625,24 @@ fn read_capped(reader: impl Read, cap: usize, what: &str) -> std::result::Result
     Ok(out)
 }
 
-fn gunzip(stored: &[u8], cap: usize) -> std::result::Result<Vec<u8>, Failure> {
-    let mut decoder = flate2::read::MultiGzDecoder::new(stored);
-    let out = read_capped(&mut decoder, cap, "gzip")?;
-    // Anything the decoder did not consume is trailing garbage.
-    let rest = decoder.into_inner();
-    if !rest.is_empty() {
-        return Err(corrupt(
-            "gzip",
-            format!("{} bytes after the last gzip member", rest.len()),
-        ));
-    }
-    Ok(out)
-}
-
-fn unsnap_framed(stored: &[u8], cap: usize) -> std::result::Result<Vec<u8>, Failure> {
+/// The Snappy framing format (rare: accepted on read, never written), through `snap`'s reader.
+pub(crate) fn unsnap_framed(
+    stored: &[u8],
+    cap: usize,
+) -> std::result::Result<Vec<u8>, (ErrorClass, String)> {
     read_capped(snap::read::FrameDecoder::new(stored), cap, "snappy")
 }
 
-fn unsnap_raw(
-    stored: &[u8],
-    expected: Option<usize>,
-    cap: usize,
-) -> std::result::Result<Vec<u8>, Failure> {
-    let len = snap::raw::decompress_len(stored).map_err(|e| corrupt("snappy", e))?;
-    match expected {
-        Some(expected) if len != expected => {
-            return Err((
-                ErrorClass::BufferSize,
-                format!("vector length mismatch: snappy data announces {len} bytes, expected {expected}"),
-            ))
-        }
-        None if len > cap => {
-            return Err((
-                ErrorClass::BufferSize,
-                format!("vector length mismatch: snappy data announces {len} bytes, more than the limit {cap}"),
-            ))
-        }
-        _ => {}
-    }
-    snap::raw::Decoder::new()
-        .decompress_vec(stored)
-        .map_err(|e| corrupt("snappy", e))
-}
-
-/// Compresses plain vector bytes; empty vectors are always stored plain (spec §6.2).
+/// Compresses plain vector bytes; empty vectors are always stored plain (spec §6.2). Loops
+/// over many vectors keep one [`super::vector_codec::VectorEncoder`] instead.
 pub fn compress(plain: &[u8], compression: Compression) -> Result<(u8, Cow<'_, [u8]>)> {
-    if plain.is_empty() {
-        return Ok((0, Cow::Borrowed(plain)));
-    }
-    match compression {
-        Compression::None => Ok((0, Cow::Borrowed(plain))),
-        Compression::Gzip => {
-            use std::io::Write;
-            let mut encoder = flate2::write::GzEncoder::new(
-                Vec::with_capacity(plain.len() / 2 + 32),
-                flate2::Compression::default(),
-            );
-            encoder.write_all(plain)?;
-            Ok((1, Cow::Owned(encoder.finish()?)))
-        }
-        Compression::Snappy => {
-            let out = snap::raw::Encoder::new()
-                .compress_vec(plain)
-                .map_err(|e| Error::new(ErrorClass::BadValue, format!("snappy: {e}")))?;
-            Ok((2, Cow::Owned(out)))
-        }
-    }
+    let mut encoder = super::vector_codec::VectorEncoder::default();
+    let (code, stored) = encoder.compress(plain, compression)?;
+    Ok(if code == 0 {
+        (0, Cow::Borrowed(plain))
+    } else {
+        (code, Cow::Owned(stored.to_vec()))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,9 +4,12 @@
 //! to crash-safely, points deleted in place, and files compacted. See `docs/vs.md`.
 
 pub mod codec;
+mod gzip;
 pub mod lock;
 pub mod mapping;
+pub mod msgpack_json;
 mod reader;
+mod vector_codec;
 mod writer;
 
 pub use codec::{EofMode, Meta, ParseOptions, UnknownBlocks, VarintOrder};

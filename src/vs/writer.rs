@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use super::codec::{self, Blocks, EofMode, Meta, VarintOrder};
 use super::lock::{self, LockKind, LockWait};
 use super::mapping::*;
+use super::vector_codec::VectorEncoder;
 use crate::atomic::AtomicFile;
 use crate::error::{Error, ErrorClass, Result};
 use crate::{BatchWriter, WriteSummary};
@@ -199,9 +200,10 @@ impl Plan {
                 .into_par_iter()
                 .map(|c| {
                     let mut buf = Vec::new();
+                    let mut scratch = PointScratch::default();
                     let end = ((c + 1) * CHUNK_ROWS).min(rows);
                     for row in c * CHUNK_ROWS..end {
-                        prepared.point(row, row_base, &mut buf)?;
+                        prepared.point(row, row_base, &mut buf, &mut scratch)?;
                     }
                     Ok(buf)
                 })
@@ -210,8 +212,9 @@ impl Plan {
                 out.extend_from_slice(&chunk);
             }
         } else {
+            let mut scratch = PointScratch::default();
             for row in 0..rows {
-                prepared.point(row, row_base, out)?;
+                prepared.point(row, row_base, out, &mut scratch)?;
             }
         }
         Ok(())
@@ -402,7 +405,13 @@ impl<'p> Prepared<'p> {
     }
 
     /// Appends the `'P'` block of `row`.
-    fn point(&self, row: usize, row_base: u64, out: &mut Vec<u8>) -> Result<()> {
+    fn point(
+        &self,
+        row: usize,
+        row_base: u64,
+        out: &mut Vec<u8>,
+        scratch: &mut PointScratch,
+    ) -> Result<()> {
         let at = |e: Error| e.at_row(row_base + row as u64);
         let v = self.v;
         if self.list.is_null(row) {
@@ -419,7 +428,8 @@ impl<'p> Prepared<'p> {
                 .with_column(v.index, Some(&self.plan.names[v.index]))));
             }
         }
-        let mut plain_owned = Vec::new();
+        let plain_owned = &mut scratch.plain;
+        plain_owned.clear();
         let plain: &[u8] = match v.elements {
             Elements::Fixed(w) => {
                 let (data, _) = self.fixed.as_ref().expect("fixed data");
@@ -435,27 +445,27 @@ impl<'p> Prepared<'p> {
                         *last &= (1u8 << (v.n % 8)) - 1;
                     }
                 }
-                &plain_owned
+                &plain_owned[..]
             }
             Elements::String => {
                 let s = self.texts.as_ref().expect("texts").as_string::<i64>();
                 for e in 0..v.n {
                     let text = s.value(start + e);
-                    codec::write_varuint(&mut plain_owned, text.len() as u64);
+                    codec::write_varuint(plain_owned, text.len() as u64);
                     plain_owned.extend_from_slice(text.as_bytes());
                 }
-                &plain_owned
+                &plain_owned[..]
             }
             Elements::JsonText => {
                 let s = self.texts.as_ref().expect("texts").as_string::<i64>();
-                let mut packed = Vec::new();
+                let packed = &mut scratch.element;
                 for e in 0..v.n {
                     packed.clear();
-                    codec::json_text_to_msgpack(s.value(start + e), &mut packed)
+                    codec::json_text_to_msgpack(s.value(start + e), packed)
                         .map_err(|m| at(arg(format!("element {e}: {m}"))))?;
-                    codec::write_json_field(&mut plain_owned, Some(&packed));
+                    codec::write_json_field(plain_owned, Some(packed));
                 }
-                &plain_owned
+                &plain_owned[..]
             }
             Elements::JsonMsgpack => {
                 let s = self.texts.as_ref().expect("texts").as_binary::<i64>();
@@ -465,17 +475,21 @@ impl<'p> Prepared<'p> {
                         codec::validate_msgpack(bytes)
                             .map_err(|m| at(arg(format!("element {e}: {m}"))))?;
                     }
-                    codec::write_json_field(&mut plain_owned, Some(bytes));
+                    codec::write_json_field(plain_owned, Some(bytes));
                 }
-                &plain_owned
+                &plain_owned[..]
             }
         };
-        let (code, stored) = codec::compress(plain, self.plan.compression).map_err(at)?;
+        let (code, stored) = scratch
+            .encoder
+            .compress(plain, self.plan.compression)
+            .map_err(at)?;
         let stored_len = u32::try_from(stored.len())
             .map_err(|_| at(arg("a vector of more than 4 GiB does not fit a VS point")))?;
 
         // app_data
-        let mut app = Vec::new();
+        let app = &mut scratch.app;
+        app.clear();
         let mut app_present = true;
         match &self.plan.app {
             AppPlan::Text(_) => {
@@ -483,7 +497,7 @@ impl<'p> Prepared<'p> {
                 if s.is_null(row) {
                     app.push(0xC0);
                 } else {
-                    codec::json_text_to_msgpack(s.value(row), &mut app)
+                    codec::json_text_to_msgpack(s.value(row), app)
                         .map_err(|m| at(arg(format!("app_data: {m}"))))?;
                 }
             }
@@ -499,15 +513,15 @@ impl<'p> Prepared<'p> {
             }
             AppPlan::Struct(_) => {
                 let value = arrow_to_msgpack(self.app[0].as_ref(), row).map_err(at)?;
-                rmpv::encode::write_value(&mut app, &value)
+                rmpv::encode::write_value(app, &value)
                     .map_err(|e| at(arg(format!("app_data: {e}"))))?;
             }
             AppPlan::Columns(cols) => {
-                let _ = rmp::encode::write_map_len(&mut app, cols.len() as u32);
+                let _ = rmp::encode::write_map_len(app, cols.len() as u32);
                 for (k, &i) in cols.iter().enumerate() {
-                    let _ = rmp::encode::write_str(&mut app, &self.plan.names[i]);
+                    let _ = rmp::encode::write_str(app, &self.plan.names[i]);
                     let value = arrow_to_msgpack(self.app[k].as_ref(), row).map_err(at)?;
-                    rmpv::encode::write_value(&mut app, &value)
+                    rmpv::encode::write_value(app, &value)
                         .map_err(|e| at(arg(format!("app_data: {e}"))))?;
                 }
             }
@@ -526,9 +540,18 @@ impl<'p> Prepared<'p> {
         codec::write_json_field(out, app_present.then_some(&app[..]));
         out.push(code);
         out.extend_from_slice(&stored_len.to_le_bytes());
-        out.extend_from_slice(&stored);
+        out.extend_from_slice(stored);
         Ok(())
     }
+}
+
+/// Buffers and compressor state one writer task reuses from point to point.
+#[derive(Default)]
+struct PointScratch {
+    encoder: VectorEncoder,
+    plain: Vec<u8>,
+    element: Vec<u8>,
+    app: Vec<u8>,
 }
 
 fn varuint_len(mut v: u64) -> usize {
