@@ -118,6 +118,19 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // The same scan without read-ahead (each batch's chunks decoded only when it is asked for):
+    // what the background decoding of the next batches buys.
+    group.bench_function("bcolz_to_arrow_no_read_ahead", |b| {
+        b.iter(|| {
+            let reader = ReaderBuilder::new()
+                .with_read_ahead(0)
+                .build(&input)
+                .expect("open");
+            for batch in reader {
+                black_box(batch.expect("batch"));
+            }
+        })
+    });
     let out = dir.join("bench_output.bcolz");
     group.bench_function("arrow_to_bcolz", |b| {
         b.iter_batched(

@@ -1,6 +1,7 @@
 //! The one door to c-blosc 1.x (vendored by `blosc-src`): header parsing in Rust, and the
 //! thread-safe `blosc_decompress_ctx` / `blosc_compress_ctx` calls behind checks that make the
-//! header's own `cbytes` the real end of the buffer. This is the only `unsafe` code of bcolz.
+//! header's own `cbytes` the real end of the buffer. This is the only `unsafe` code of bcolz
+//! besides one `sync_file_range` call in `durable`.
 //! No process-global c-blosc state is touched (`blosc_init`, `blosc_set_*`, `blosc_compress`
 //! … read environment variables and share state between threads).
 
@@ -388,6 +389,22 @@ pub fn compress(
     shuffle: Shuffle,
     codec: Codec,
 ) -> Result<Vec<u8>, BloscError> {
+    let mut out = Vec::new();
+    compress_append(src, typesize, clevel, shuffle, codec, &mut out)?;
+    Ok(out)
+}
+
+/// Compresses `src` into one Blosc 1.x chunk appended to `out`; returns the chunk's length
+/// (cbytes). `out` keeps its capacity from call to call, so a reused vector costs neither an
+/// allocation nor zeroing.
+pub fn compress_append(
+    src: &[u8],
+    typesize: usize,
+    clevel: u8,
+    shuffle: Shuffle,
+    codec: Codec,
+    out: &mut Vec<u8>,
+) -> Result<usize, BloscError> {
     if !codec.available() {
         return Err(BloscError::new(format!(
             "codec {} is not compiled into this build of arrowsmith (cargo feature bcolz-snappy)",
@@ -405,9 +422,15 @@ pub fn compress(
     }
     let typesize = typesize.clamp(1, 255);
     let cname = CString::new(codec.name()).expect("codec names have no NUL");
-    let mut dst = vec![0u8; src.len() + HEADER_LEN];
-    // SAFETY: `src` is readable for `src.len()` bytes and `dst` writable for `dst.len()`
-    // bytes, both passed exactly; `cname` is a NUL-terminated string that outlives the call.
+    // c-blosc never needs more than the input plus its header (it stores the chunk memcpyed
+    // when compressing does not pay).
+    let room = src.len() + HEADER_LEN;
+    out.reserve(room);
+    let start = out.len();
+    let dst = out.spare_capacity_mut();
+    // SAFETY: `src` is readable for `src.len()` bytes; `dst` is the vector's spare capacity,
+    // writable for at least `room` bytes, and c-blosc is told `room`; `cname` is a
+    // NUL-terminated string that outlives the call. c-blosc writes only bytes it reports.
     let ret = unsafe {
         blosc_src::blosc_compress_ctx(
             clevel as i32,
@@ -416,20 +439,21 @@ pub fn compress(
             src.len(),
             src.as_ptr().cast(),
             dst.as_mut_ptr().cast(),
-            dst.len(),
+            room,
             cname.as_ptr(),
             0,
             1,
         )
     };
-    if ret <= 0 {
+    if ret <= 0 || ret as usize > room {
         return Err(BloscError::new(format!(
             "c-blosc failed to compress a chunk of {} bytes (return code {ret})",
             src.len()
         )));
     }
-    dst.truncate(ret as usize);
-    Ok(dst)
+    // SAFETY: c-blosc initialised the first `ret` bytes of the spare capacity (checked ≤ room).
+    unsafe { out.set_len(start + ret as usize) };
+    Ok(ret as usize)
 }
 
 #[cfg(test)]

@@ -1,0 +1,109 @@
+//! Flushing a finished dataset directory to disk, once, before it is renamed into place.
+//!
+//! The writer builds the dataset in a hidden directory that no reader sees until `finish()`
+//! renames it to the target. For that rename to be crash-safe, every file and directory in it
+//! must be on disk first; then the rename itself is made durable by flushing the parent. Files
+//! are flushed at the end rather than one by one while writing: the chunk jobs never wait on the
+//! disk, and the kernel has had the whole write to push the data out in the background, so the
+//! flushes at the end mostly wait for one journal commit shared by all of them.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Flushes to disk every file and directory under `root` (and `root` itself).
+pub(super) fn sync_tree(root: &Path) -> Result<()> {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    collect(root, &mut files, &mut dirs)?;
+    sync_all_parallel(&files)?;
+    // Directories after their files (their entries name them), deepest first.
+    dirs.reverse();
+    sync_all_parallel(&dirs)
+}
+
+/// Asks the kernel to start writing a just-written file out (Linux; elsewhere nothing), so that
+/// the disk works while the next chunks are compressed and the final flush has little left.
+pub(super) fn start_writeback(file: &File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; the call only starts asynchronous writeback of the
+        // file's dirty pages (offset 0, length 0 = the whole file). Its result is ignored:
+        // the flush before the rename is what the durability rests on.
+        unsafe {
+            libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+/// Flushes a directory (its entries: files created or renamed in it).
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+    sync_path(dir).map_err(|e| Error::from(e).with_file(dir))
+}
+
+/// Flushes the directory holding `path`, which makes a rename into it durable.
+pub(super) fn sync_parent(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    sync_path(parent).map_err(|e| Error::from(e).with_file(parent))
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) -> Result<()> {
+    dirs.push(dir.to_path_buf());
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).with_file(dir))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::from(e).with_file(dir))?;
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::from(e).with_file(entry.path()))?;
+        if kind.is_dir() {
+            collect(&entry.path(), files, dirs)?;
+        } else {
+            files.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn sync_path(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
+/// fsync waits on the disk, not the CPU: many at once let the file system commit them together,
+/// so they run on their own short-lived threads rather than on the (CPU-sized) rayon pool.
+fn sync_all_parallel(paths: &[PathBuf]) -> Result<()> {
+    const THREADS: usize = 32;
+    if paths.len() <= 1 {
+        return paths
+            .iter()
+            .try_for_each(|p| sync_path(p).map_err(|e| Error::from(e).with_file(p)));
+    }
+    let per_thread = paths.len().div_ceil(THREADS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(per_thread)
+            .map(|share| {
+                scope.spawn(move || {
+                    share
+                        .iter()
+                        .try_for_each(|p| sync_path(p).map_err(|e| Error::from(e).with_file(p)))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Error::from(io::Error::other("fsync thread panicked"))))
+            })
+            .collect::<Result<Vec<()>>>()
+            .map(|_| ())
+    })
+}
