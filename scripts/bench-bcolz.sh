@@ -6,7 +6,8 @@
 #   ARROWSMITH_BENCH_ROWS=1000000 scripts/bench-bcolz.sh
 #
 # Targets (issue 3): bcolz -> Arrow >= 2x bcolz's read to numpy; Arrow -> bcolz >= 1.5x bcolz's
-# write from numpy; both with every core busy. Scratch files go to $ARROWSMITH_BENCH_DIR
+# write from numpy; both with every core busy. The default arrowsmith write is durable (fsync
+# before the rename); bcolz syncs nothing, so the write without sync is timed too. Scratch files go to $ARROWSMITH_BENCH_DIR
 # (default target/bench-bcolz); the generated input is kept and reused. The Python with bcolz is
 # $ARROWSMITH_PYTHON, else target/venv's (scripts/venv.sh).
 set -euo pipefail
@@ -29,12 +30,17 @@ if [ ! -d "$input" ]; then
     "$py" benches/bcolz_reference.py --generate --rows "$rows" "$input"
 fi
 
+# Both sides write ~90 MB per iteration; dirty pages left by one side would be written back
+# during the other's timings (and a durable write's fsyncs commit the file system's journal),
+# so each side starts with nothing dirty.
 echo "==> arrowsmith (Criterion)"
 rm -rf "$target_dir/criterion/bcolz"
+sync
 ARROWSMITH_BENCH_BCOLZ=$input ARROWSMITH_BENCH_ROWS=$rows ARROWSMITH_BENCH_DIR=$dir \
     cargo bench --bench bcolz
 
 echo "==> bcolz $("$py" -c 'import bcolz; print(bcolz.__version__)')"
+sync
 "$py" benches/bcolz_reference.py --reps "$reps" --json "$dir/bcolz.json" "$input"
 
 echo

@@ -364,6 +364,45 @@ pub fn decompress_into(chunk: &[u8], dst: &mut [u8]) -> Result<(), BloscError> {
     Ok(())
 }
 
+/// Decompresses a whole chunk into a new 64-byte aligned Arrow buffer of its `nbytes`, which
+/// must be exactly `expected` (checked before anything is allocated). The buffer is not zeroed
+/// first: c-blosc writes every byte of it or the call is an error.
+pub fn decompress_to_buffer(
+    chunk: &[u8],
+    expected: usize,
+) -> Result<arrow_buffer::MutableBuffer, BloscError> {
+    let header = parse_header(chunk)?;
+    let nbytes = header.nbytes as usize;
+    if nbytes != expected {
+        return Err(BloscError::at(
+            4,
+            format!("nbytes is {nbytes}, but {expected} bytes were expected"),
+        ));
+    }
+    check_before_decompress(chunk, &header)?;
+    let mut out = arrow_buffer::MutableBuffer::with_capacity(nbytes);
+    if nbytes == 0 {
+        return Ok(out);
+    }
+    if header.memcpyed() {
+        out.extend_from_slice(&chunk[HEADER_LEN..]);
+        return Ok(out);
+    }
+    // SAFETY: as in `decompress_into`; `out` has room for `nbytes` bytes (its capacity) and
+    // c-blosc is told exactly that.
+    let ret = unsafe {
+        blosc_src::blosc_decompress_ctx(chunk.as_ptr().cast(), out.as_mut_ptr().cast(), nbytes, 1)
+    };
+    if ret < 0 || ret as usize != nbytes {
+        return Err(BloscError::new(format!(
+            "c-blosc failed to decompress the chunk (return code {ret}, expected {nbytes} bytes)"
+        )));
+    }
+    // SAFETY: c-blosc reported all `nbytes` bytes written.
+    unsafe { out.set_len(nbytes) };
+    Ok(out)
+}
+
 /// Decompresses a whole chunk into a new vector of its `nbytes`, which must be at most
 /// `max_nbytes` (checked before anything is allocated).
 pub fn decompress(chunk: &[u8], max_nbytes: usize) -> Result<Vec<u8>, BloscError> {
@@ -472,6 +511,8 @@ mod tests {
                 assert_eq!(header.nbytes as usize, data.len());
                 assert_eq!(header.cbytes as usize, chunk.len());
                 assert_eq!(decompress(&chunk, data.len()).unwrap(), data, "{codec:?}");
+                let buffer = decompress_to_buffer(&chunk, data.len()).unwrap();
+                assert_eq!(buffer.as_slice(), &data[..], "{codec:?}");
             }
         }
     }
@@ -496,5 +537,7 @@ mod tests {
         assert!(decompress(&bad, data.len()).is_err());
         // nbytes larger than allowed: no allocation.
         assert!(decompress(&chunk, 100).is_err());
+        assert!(decompress_to_buffer(&chunk, 100).is_err());
+        assert!(decompress_to_buffer(&bad, data.len()).is_err());
     }
 }

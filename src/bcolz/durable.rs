@@ -10,6 +10,8 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 
@@ -106,4 +108,108 @@ fn sync_all_parallel(paths: &[PathBuf]) -> Result<()> {
             .collect::<Result<Vec<()>>>()
             .map(|_| ())
     })
+}
+
+enum SyncRequest {
+    Flush(PathBuf, File),
+    Stop,
+}
+
+/// Where chunk jobs hand their written files to be flushed (a clone of the [`Syncer`]'s queue).
+#[derive(Debug, Clone)]
+pub(super) struct SyncQueue(mpsc::Sender<SyncRequest>);
+
+impl std::fmt::Debug for SyncRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SyncRequest::Flush(path, _) => write!(f, "Flush({})", path.display()),
+            SyncRequest::Stop => f.write_str("Stop"),
+        }
+    }
+}
+
+impl SyncQueue {
+    /// Queues `file` (just written at `path`) to be flushed to disk by the syncer threads.
+    pub(super) fn flush_later(&self, path: PathBuf, file: File) {
+        // Gone only once the syncer has stopped (the writer was dropped): nothing to flush for.
+        let _ = self.0.send(SyncRequest::Flush(path, file));
+    }
+}
+
+/// A few threads that fsync the files queued to them, in the background; the first error is
+/// reported by [`Syncer::finish`].
+pub(super) struct Syncer {
+    queue: SyncQueue,
+    threads: Vec<JoinHandle<Result<()>>>,
+}
+
+impl Syncer {
+    /// fsyncs wait on the disk, not the CPU: these threads sleep most of the time, and several
+    /// at once let the file system commit their files together.
+    const THREADS: usize = 4;
+
+    pub(super) fn start() -> Syncer {
+        let (tx, rx) = mpsc::channel::<SyncRequest>();
+        let rx = Arc::new(Mutex::new(rx));
+        let threads = (0..Self::THREADS)
+            .map(|_| {
+                let rx = rx.clone();
+                std::thread::spawn(move || {
+                    let mut first_error = None;
+                    loop {
+                        let request = rx
+                            .lock()
+                            .map_err(|_| ())
+                            .and_then(|r| r.recv().map_err(|_| ()));
+                        match request {
+                            Ok(SyncRequest::Flush(path, file)) => {
+                                if first_error.is_none() {
+                                    if let Err(e) = file.sync_all() {
+                                        first_error = Some(Error::from(e).with_file(path));
+                                    }
+                                }
+                            }
+                            Ok(SyncRequest::Stop) | Err(()) => break,
+                        }
+                    }
+                    first_error.map_or(Ok(()), Err)
+                })
+            })
+            .collect();
+        Syncer {
+            queue: SyncQueue(tx),
+            threads,
+        }
+    }
+
+    pub(super) fn queue(&self) -> SyncQueue {
+        self.queue.clone()
+    }
+
+    /// Flushes everything queued so far, stops the threads; the first error if one failed.
+    pub(super) fn finish(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        for _ in 0..self.threads.len() {
+            let _ = self.queue.0.send(SyncRequest::Stop);
+        }
+        let mut result = Ok(());
+        for thread in self.threads.drain(..) {
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| Err(Error::from(io::Error::other("an fsync thread panicked"))));
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
 }

@@ -505,16 +505,25 @@ fn scalar(
             offsets.push(0i32);
             let mut total = 0usize;
             for i in 0..len {
-                total += item(i).iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                total += trimmed_len(item(i));
                 offsets.push(i32::try_from(total).map_err(|_| too_many_bytes(first_row))?);
             }
-            let mut values = MutableBuffer::new(total);
+            // Narrow items are copied 16 bytes at a time (a fixed-size copy, no memcpy call):
+            // the bytes beyond an item's length are overwritten by the next item or cut off.
+            let mut values = vec![0u8; total + 16];
+            let mut at = 0;
             for (i, ends) in offsets.windows(2).enumerate() {
-                values.extend_from_slice(&item(i)[..(ends[1] - ends[0]) as usize]);
+                let n = (ends[1] - ends[0]) as usize;
+                match bytes.get(i * w..i * w + 16) {
+                    Some(wide) if w <= 16 => values[at..at + 16].copy_from_slice(wide),
+                    _ => values[at..at + n].copy_from_slice(&item(i)[..n]),
+                }
+                at += n;
             }
+            values.truncate(total);
             Ok(Arc::new(BinaryArray::try_new(
                 OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                values.into(),
+                Buffer::from_vec(values),
                 None,
             )?))
         }
@@ -611,6 +620,24 @@ fn primitive(
     Ok(make_array(data))
 }
 
+/// The length of a NUL-padded item without its trailing NULs (numpy's rule for `|S`).
+fn trimmed_len(item: &[u8]) -> usize {
+    let mut end = item.len();
+    // Eight bytes at a time from the end: the highest non-zero byte of a little-endian word is
+    // the last non-NUL byte of those eight.
+    while end >= 8 {
+        let word = u64::from_le_bytes(item[end - 8..end].try_into().expect("8 bytes"));
+        if word != 0 {
+            return end - (word.leading_zeros() / 8) as usize;
+        }
+        end -= 8;
+    }
+    item[..end]
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |p| p + 1)
+}
+
 fn too_many_bytes(first_row: usize) -> Error {
     Error::new(
         ErrorClass::BufferSize,
@@ -627,4 +654,46 @@ fn _assert_send(r: Reader) -> impl Send {
 #[allow(dead_code)]
 fn _array_len(a: &dyn Array) -> usize {
     a.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trimmed_len_is_numpys_rule_for_every_width_and_nul_pattern() {
+        for width in 0..=20usize {
+            for pattern in 0u32..64 {
+                // Bytes non-zero where the pattern says so, spread over the item.
+                let item: Vec<u8> = (0..width)
+                    .map(|i| {
+                        u8::from(((pattern >> (i % 6)) & 1) == 1 && i % 3 != 1) * (i as u8 + 1)
+                    })
+                    .collect();
+                let want = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                assert_eq!(trimmed_len(&item), want, "{item:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_width_bytes_become_trimmed_binary_values() {
+        let items: [&[u8]; 5] = [
+            b"AAPL\0\0\0\0\0\0",
+            b"\0\0\0\0\0\0\0\0\0\0",
+            b"a\0b\0\0\0\0\0\0\0",
+            b"0123456789",
+            b"\0x\0\0\0\0\0\0\0\0",
+        ];
+        let raw = Buffer::from_vec(items.concat());
+        let array = scalar(Base::Bytes(10), &DataType::Binary, raw, 5, 0, true).unwrap();
+        let got: Vec<&[u8]> = array
+            .as_any()
+            .downcast_ref::<BinaryArray>()
+            .unwrap()
+            .iter()
+            .map(Option::unwrap)
+            .collect();
+        assert_eq!(got, [&b"AAPL"[..], b"", b"a\0b", b"0123456789", b"\0x"]);
+    }
 }

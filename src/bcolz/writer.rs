@@ -194,13 +194,14 @@ pub(super) struct Column {
 }
 
 /// How a chunk file is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(super) enum ChunkFiles {
     /// Into a dataset directory nobody sees yet, never flushed (`with_durable(false)`).
     Unsynced,
     /// Into a dataset directory nobody sees yet; the kernel is asked to start writing it out
-    /// at once (Linux), and the whole directory is flushed before it is renamed into place.
-    SyncedLater,
+    /// at once (Linux) and the file is queued to the syncer threads; the whole directory is
+    /// flushed again before it is renamed into place.
+    SyncedLater(durable::SyncQueue),
     /// Into a live dataset (an append): under a temporary name, flushed (fsync) and renamed
     /// over `__k.blp`, so a chunk file is never half-written or empty after a crash.
     Live,
@@ -315,7 +316,7 @@ impl Column {
             item_unit: self.unit(),
             width,
             swap_unit,
-            files: self.files,
+            files: self.files.clone(),
         }
     }
 }
@@ -487,15 +488,16 @@ fn compress_and_write(spec: &ChunkSpec, k: u64, src: &[u8], file: &mut Vec<u8>) 
     )
     .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
     let path = spec.data_dir.join(format!("__{k}.blp"));
-    match spec.files {
+    match &spec.files {
         ChunkFiles::Unsynced => {
             fs::write(&path, &file[..]).map_err(|e| Error::from(e).with_file(&path))?
         }
-        ChunkFiles::SyncedLater => {
+        ChunkFiles::SyncedLater(queue) => {
             let mut f = fs::File::create(&path).map_err(|e| Error::from(e).with_file(&path))?;
             f.write_all(file)
                 .map_err(|e| Error::from(e).with_file(&path))?;
             durable::start_writeback(&f);
+            queue.flush_later(path, f);
         }
         ChunkFiles::Live => {
             let temp = spec.data_dir.join(format!(".__{k}.blp.arrowsmith-tmp"));
@@ -605,6 +607,8 @@ impl Drop for ChunkJobs {
 pub struct Writer {
     /// Declared before `dir`: dropping it waits for running jobs before the directory goes.
     jobs: ChunkJobs,
+    /// fsyncs chunk files in the background (durable writes only).
+    syncer: Option<durable::Syncer>,
     dir: AtomicDir,
     kind: Kind,
     columns: Vec<Column>,
@@ -716,6 +720,7 @@ impl Writer {
             None => "{}".to_owned(),
         };
         let dir = AtomicDir::create(path)?;
+        let syncer = options.durable.then(durable::Syncer::start);
         let mut columns = Vec::with_capacity(plans.len());
         for (name, dtype, row_shape, fixed_width, attrs_text) in plans {
             let col_dir = match kind {
@@ -745,15 +750,15 @@ impl Writer {
                 clevel: options.clevel,
                 shuffle: options.shuffle,
                 big_endian: false,
-                files: if options.durable {
-                    ChunkFiles::SyncedLater
-                } else {
-                    ChunkFiles::Unsynced
+                files: match &syncer {
+                    Some(syncer) => ChunkFiles::SyncedLater(syncer.queue()),
+                    None => ChunkFiles::Unsynced,
                 },
             });
         }
         Ok(Writer {
             jobs: ChunkJobs::new(),
+            syncer,
             dir,
             kind,
             columns,
@@ -926,7 +931,8 @@ impl Writer {
             )?;
             write_text(&self.dir.path().join("__attrs__"), &self.root_attrs, false)?;
         }
-        if self.options.durable {
+        if let Some(syncer) = self.syncer.take() {
+            syncer.finish().map_err(|e| e.with_file(&target))?;
             durable::sync_tree(self.dir.path()).map_err(|e| e.with_file(&target))?;
         }
         self.dir.commit(self.options.overwrite)?;
@@ -1097,7 +1103,10 @@ pub(super) fn take_column(
     let len = array.len();
     match col.dtype.base {
         Base::Bytes(_) | Base::Unicode(_) => {
-            if let Some(i) = (0..len).find(|&i| array.is_null(i)) {
+            if let Some(i) = array
+                .nulls()
+                .and_then(|nulls| nulls.iter().position(|valid| !valid))
+            {
                 return Err(null_error(first_row + i as u64));
             }
             let widest = if matches!(col.dtype.base, Base::Unicode(_)) {
