@@ -442,12 +442,31 @@ fn encode_piece(piece: &Piece, spec: &ChunkSpec, out: &mut Vec<u8>) -> Result<()
         Piece::Rows { array, offset, len } => match array.data_type() {
             DataType::Binary => {
                 let strings = array.as_binary::<i32>();
+                let values = strings.value_data();
+                let offsets = strings.value_offsets();
                 let start = out.len();
-                out.resize(start + len * size, 0);
+                // 16 bytes of slack for the wide stores below, cut off at the end.
+                out.resize(start + len * size + 16, 0);
                 for i in 0..*len {
-                    let value = strings.value(offset + i);
-                    out[start + i * size..start + i * size + value.len()].copy_from_slice(value);
+                    let lo = offsets[offset + i] as usize;
+                    let hi = offsets[offset + i + 1] as usize;
+                    let at = start + i * size;
+                    match values.get(lo..lo + 16) {
+                        // Narrow items: one 16-byte load and store instead of a memcpy call, the
+                        // bytes past the value masked to zero (its padding; what spills into the
+                        // next slot is zeros too, and that slot is written after this one).
+                        Some(wide) if size <= 16 => {
+                            let word = u128::from_le_bytes(wide.try_into().expect("16 bytes"));
+                            let keep = match hi - lo {
+                                n if n >= 16 => u128::MAX,
+                                n => (1u128 << (8 * n)) - 1,
+                            };
+                            out[at..at + 16].copy_from_slice(&(word & keep).to_le_bytes());
+                        }
+                        _ => out[at..at + hi - lo].copy_from_slice(&values[lo..hi]),
+                    }
                 }
+                out.truncate(start + len * size);
                 Ok(())
             }
             DataType::Utf8 => {
