@@ -265,7 +265,7 @@ fn the_same_bytes_however_the_input_is_split_and_whether_durable_or_not() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut trees = Vec::new();
-    for (i, (split, durable)) in [(n as usize, true), (1000, false), (333, true), (97, false)]
+    for (i, (split, durable)) in [(n, true), (1000, false), (333, true), (97, false)]
         .into_iter()
         .enumerate()
     {
