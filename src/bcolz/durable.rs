@@ -1,11 +1,14 @@
-//! Flushing a finished dataset directory to disk, once, before it is renamed into place.
+//! Flushing a finished dataset directory to disk before it is renamed into place.
 //!
 //! The writer builds the dataset in a hidden directory that no reader sees until `finish()`
 //! renames it to the target. For that rename to be crash-safe, every file and directory in it
-//! must be on disk first; then the rename itself is made durable by flushing the parent. Files
-//! are flushed at the end rather than one by one while writing: the chunk jobs never wait on the
-//! disk, and the kernel has had the whole write to push the data out in the background, so the
-//! flushes at the end mostly wait for one journal commit shared by all of them.
+//! must be on disk first; then the rename itself is made durable by flushing the parent.
+//! The chunk jobs never wait on the disk for this: each asks the kernel to start writing its
+//! file out at once ([`start_writeback`]) and hands its path to a [`Syncer`], a few I/O threads
+//! that fsync chunk files while later chunks are compressed. What is left at the end (the last
+//! chunks, the metadata, the directories) is flushed by [`sync_tree`], which fsyncs every file
+//! of the dataset again: cheap for files already clean, and the guarantee does not depend on
+//! the syncer having seen every file.
 
 use std::fs::File;
 use std::io;
@@ -111,7 +114,8 @@ fn sync_all_parallel(paths: &[PathBuf]) -> Result<()> {
 }
 
 enum SyncRequest {
-    Flush(PathBuf, File),
+    /// A path, not the open file: a syncer lagging behind the disk must not pile up descriptors.
+    Flush(PathBuf),
     Stop,
 }
 
@@ -122,17 +126,17 @@ pub(super) struct SyncQueue(mpsc::Sender<SyncRequest>);
 impl std::fmt::Debug for SyncRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SyncRequest::Flush(path, _) => write!(f, "Flush({})", path.display()),
+            SyncRequest::Flush(path) => write!(f, "Flush({})", path.display()),
             SyncRequest::Stop => f.write_str("Stop"),
         }
     }
 }
 
 impl SyncQueue {
-    /// Queues `file` (just written at `path`) to be flushed to disk by the syncer threads.
-    pub(super) fn flush_later(&self, path: PathBuf, file: File) {
+    /// Queues the file just written at `path` to be flushed to disk by the syncer threads.
+    pub(super) fn flush_later(&self, path: PathBuf) {
         // Gone only once the syncer has stopped (the writer was dropped): nothing to flush for.
-        let _ = self.0.send(SyncRequest::Flush(path, file));
+        let _ = self.0.send(SyncRequest::Flush(path));
     }
 }
 
@@ -162,9 +166,9 @@ impl Syncer {
                             .map_err(|_| ())
                             .and_then(|r| r.recv().map_err(|_| ()));
                         match request {
-                            Ok(SyncRequest::Flush(path, file)) => {
+                            Ok(SyncRequest::Flush(path)) => {
                                 if first_error.is_none() {
-                                    if let Err(e) = file.sync_all() {
+                                    if let Err(e) = sync_path(&path) {
                                         first_error = Some(Error::from(e).with_file(path));
                                     }
                                 }

@@ -516,7 +516,8 @@ fn compress_and_write(spec: &ChunkSpec, k: u64, src: &[u8], file: &mut Vec<u8>) 
             f.write_all(file)
                 .map_err(|e| Error::from(e).with_file(&path))?;
             durable::start_writeback(&f);
-            queue.flush_later(path, f);
+            drop(f);
+            queue.flush_later(path);
         }
         ChunkFiles::Live => {
             let temp = spec.data_dir.join(format!(".__{k}.blp.arrowsmith-tmp"));
