@@ -73,7 +73,7 @@ print()
 rows = [("bcolz -> Arrow / numpy", "bcolz_to_arrow", "read_to_numpy", 2.0),
         ("  (no read-ahead)", "bcolz_to_arrow_no_read_ahead", "read_to_numpy", None),
         ("Arrow / numpy -> bcolz", "arrow_to_bcolz", "write_from_numpy", 1.5),
-        ("  (no fsync, like bcolz)", "arrow_to_bcolz_nosync", "write_from_numpy", None)]
+        ("  (no fsync, like bcolz)", "arrow_to_bcolz_nosync", "write_from_numpy", 1.5)]
 for label, mine, ref_step, target in rows:
     if mine not in ours:
         continue
