@@ -182,7 +182,52 @@ fn convert_both_ways_and_append() {
         "100",
     ]));
     assert_eq!(std::fs::read_dir(out.join("id/data")).unwrap().count(), 19);
-    // bcolz-only options are refused for other outputs.
+    // Without the flush to disk: the same dataset, byte for byte.
+    let unsynced = tmp.path().join("unsynced.bcolz");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&parquet),
+        p(&unsynced),
+        "--bcolz-chunklen",
+        "100",
+        "--bcolz-no-sync",
+    ]));
+    for column in [
+        "id/data/__7.blp",
+        "id/meta/sizes",
+        "open/data/__18.blp",
+        "__rootdirs__",
+    ] {
+        assert_eq!(
+            std::fs::read(unsynced.join(column)).unwrap(),
+            std::fs::read(out.join(column)).unwrap(),
+            "{column}"
+        );
+    }
+    // --bcolz-no-sync with --append is a usage error (clap's); bcolz-only options are refused
+    // for other outputs.
+    let both = arrowsmith(&[
+        "convert",
+        p(&parquet),
+        p(&out),
+        "--append",
+        "--bcolz-no-sync",
+    ]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(
+        stderr(&both).contains("'--bcolz-no-sync'"),
+        "{}",
+        stderr(&both)
+    );
+    assert_fails(
+        &arrowsmith(&[
+            "convert",
+            p(&out),
+            p(&tmp.path().join("y.parquet")),
+            "--bcolz-no-sync",
+        ]),
+        "bcolz",
+    );
     assert_fails(
         &arrowsmith(&[
             "convert",

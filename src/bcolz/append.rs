@@ -6,18 +6,24 @@
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
 use arrow_schema::{DataType, SchemaRef};
 
 use super::blosc::Codec;
+use super::durable;
 use super::mapping::{self, Base};
 use super::meta::{self, Kind};
-use super::writer::{encode_column, flush_full_chunks, write_chunk, write_sizes, Column, Items};
+use super::writer::{
+    queue_full_chunks, queue_leftovers, take_column, write_sizes, ChunkFiles, ChunkJobs, Column,
+    Piece,
+};
 use super::NullPolicy;
 use crate::error::{Error, ErrorClass, Result};
 use crate::{BatchWriter, WriteSummary};
 
 /// Appends record batches to an existing bcolz directory.
 pub struct Appender {
+    jobs: ChunkJobs,
     path: PathBuf,
     /// The dataset's columns, in `__rootdirs__` order.
     columns: Vec<Column>,
@@ -133,15 +139,15 @@ impl Appender {
                 width,
                 dir: carray.dir.clone(),
                 chunklen: Some(carray.chunklen),
-                pending: Vec::new(),
-                pending_items: Items::default(),
+                pending: Default::default(),
+                pending_rows: 0,
                 chunks: Vec::new(),
                 attrs_text: String::new(),
                 codec,
                 clevel: carray.cparams.clevel,
                 shuffle: carray.cparams.shuffle,
                 big_endian: carray.dtype.big_endian,
-                durable: true,
+                files: ChunkFiles::Live,
             };
             // Full chunks stay as they are (their cbytes count in meta/sizes); the committed
             // rows of the leftover chunk become the start of the new rows.
@@ -163,17 +169,18 @@ impl Appender {
                         group.reverse();
                     }
                 }
-                if col.is_string() {
-                    let item = carray.atomsize;
-                    col.pending_items = Items::from_padded(&raw, item);
-                } else {
-                    col.pending = raw;
-                }
+                col.push_rows(Piece::Stored {
+                    bytes: Buffer::from_vec(raw),
+                    item: carray.atomsize,
+                    offset: 0,
+                    len: left,
+                });
             }
             columns.push(col);
         }
         let types = fields.iter().map(|f| f.data_type().clone()).collect();
         Ok(Appender {
+            jobs: ChunkJobs::new(),
             path: path.to_path_buf(),
             columns,
             input_to_column,
@@ -185,37 +192,39 @@ impl Appender {
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.jobs.check().map_err(|e| e.with_file(&self.path))?;
         check_batch(batch, &self.types).map_err(|e| e.with_file(&self.path))?;
         let first_row = self.rows;
         for (input, &c) in self.input_to_column.iter().enumerate() {
             let col = &mut self.columns[c];
-            encode_column(col, batch.column(input), first_row, self.null_policy)
+            take_column(col, batch.column(input), first_row, self.null_policy)
                 .map_err(|e| e.with_column(c, Some(&col.name)).with_file(&self.path))?;
         }
         self.rows += batch.num_rows() as u64;
-        flush_full_chunks(&mut self.columns).map_err(|e| e.with_file(&self.path))
+        queue_full_chunks(&mut self.columns, &mut self.jobs).map_err(|e| e.with_file(&self.path))
     }
 
     /// Writes the last partial chunks, then commits the new length in every `meta/sizes`
     /// (the first column's last).
     pub fn finish(mut self) -> Result<WriteSummary> {
-        flush_full_chunks(&mut self.columns).map_err(|e| e.with_file(&self.path))?;
+        queue_full_chunks(&mut self.columns, &mut self.jobs)
+            .and_then(|_| queue_leftovers(&mut self.columns, &mut self.jobs))
+            .and_then(|_| self.jobs.finish(&mut self.columns))
+            .map_err(|e| e.with_file(&self.path))?;
         let total = self.committed + self.rows;
-        for (c, col) in self.columns.iter_mut().enumerate() {
-            let k = col.chunks.len() as u64;
-            let leftover = if col.is_string() {
-                col.encode_items(&col.pending_items, 0, col.pending_items.len(), col.width)
-            } else {
-                std::mem::take(&mut col.pending)
-            };
-            if !leftover.is_empty() {
-                write_chunk(col, k, &leftover, col.dtype_with(col.width).typesize())
+        // Every chunk file is on disk (each was flushed before its rename); the renames too,
+        // before any meta/sizes names rows they hold.
+        for (c, col) in self.columns.iter().enumerate() {
+            let data = col.dir.join("data");
+            // An empty dataset may have no data/ yet, and then nothing was written into it.
+            if data.is_dir() {
+                durable::sync_dir(&data)
                     .map_err(|e| e.with_column(c, Some(&col.name)).with_file(&self.path))?;
             }
         }
         for c in (1..self.columns.len()).chain([0]) {
             let col = &self.columns[c];
-            write_sizes(col, total)
+            write_sizes(col, total, true)
                 .map_err(|e| e.with_column(c, Some(&col.name)).with_file(&self.path))?;
         }
         Ok(WriteSummary {

@@ -1,6 +1,7 @@
 //! The one door to c-blosc 1.x (vendored by `blosc-src`): header parsing in Rust, and the
 //! thread-safe `blosc_decompress_ctx` / `blosc_compress_ctx` calls behind checks that make the
-//! header's own `cbytes` the real end of the buffer. This is the only `unsafe` code of bcolz.
+//! header's own `cbytes` the real end of the buffer. This is the only `unsafe` code of bcolz
+//! besides one `sync_file_range` call in `durable`.
 //! No process-global c-blosc state is touched (`blosc_init`, `blosc_set_*`, `blosc_compress`
 //! … read environment variables and share state between threads).
 
@@ -363,6 +364,45 @@ pub fn decompress_into(chunk: &[u8], dst: &mut [u8]) -> Result<(), BloscError> {
     Ok(())
 }
 
+/// Decompresses a whole chunk into a new 64-byte aligned Arrow buffer of its `nbytes`, which
+/// must be exactly `expected` (checked before anything is allocated). The buffer is not zeroed
+/// first: c-blosc writes every byte of it or the call is an error.
+pub fn decompress_to_buffer(
+    chunk: &[u8],
+    expected: usize,
+) -> Result<arrow_buffer::MutableBuffer, BloscError> {
+    let header = parse_header(chunk)?;
+    let nbytes = header.nbytes as usize;
+    if nbytes != expected {
+        return Err(BloscError::at(
+            4,
+            format!("nbytes is {nbytes}, but {expected} bytes were expected"),
+        ));
+    }
+    check_before_decompress(chunk, &header)?;
+    let mut out = arrow_buffer::MutableBuffer::with_capacity(nbytes);
+    if nbytes == 0 {
+        return Ok(out);
+    }
+    if header.memcpyed() {
+        out.extend_from_slice(&chunk[HEADER_LEN..]);
+        return Ok(out);
+    }
+    // SAFETY: as in `decompress_into`; `out` has room for `nbytes` bytes (its capacity) and
+    // c-blosc is told exactly that.
+    let ret = unsafe {
+        blosc_src::blosc_decompress_ctx(chunk.as_ptr().cast(), out.as_mut_ptr().cast(), nbytes, 1)
+    };
+    if ret < 0 || ret as usize != nbytes {
+        return Err(BloscError::new(format!(
+            "c-blosc failed to decompress the chunk (return code {ret}, expected {nbytes} bytes)"
+        )));
+    }
+    // SAFETY: c-blosc reported all `nbytes` bytes written.
+    unsafe { out.set_len(nbytes) };
+    Ok(out)
+}
+
 /// Decompresses a whole chunk into a new vector of its `nbytes`, which must be at most
 /// `max_nbytes` (checked before anything is allocated).
 pub fn decompress(chunk: &[u8], max_nbytes: usize) -> Result<Vec<u8>, BloscError> {
@@ -388,6 +428,22 @@ pub fn compress(
     shuffle: Shuffle,
     codec: Codec,
 ) -> Result<Vec<u8>, BloscError> {
+    let mut out = Vec::new();
+    compress_append(src, typesize, clevel, shuffle, codec, &mut out)?;
+    Ok(out)
+}
+
+/// Compresses `src` into one Blosc 1.x chunk appended to `out`; returns the chunk's length
+/// (cbytes). `out` keeps its capacity from call to call, so a reused vector costs neither an
+/// allocation nor zeroing.
+pub fn compress_append(
+    src: &[u8],
+    typesize: usize,
+    clevel: u8,
+    shuffle: Shuffle,
+    codec: Codec,
+    out: &mut Vec<u8>,
+) -> Result<usize, BloscError> {
     if !codec.available() {
         return Err(BloscError::new(format!(
             "codec {} is not compiled into this build of arrowsmith (cargo feature bcolz-snappy)",
@@ -405,9 +461,15 @@ pub fn compress(
     }
     let typesize = typesize.clamp(1, 255);
     let cname = CString::new(codec.name()).expect("codec names have no NUL");
-    let mut dst = vec![0u8; src.len() + HEADER_LEN];
-    // SAFETY: `src` is readable for `src.len()` bytes and `dst` writable for `dst.len()`
-    // bytes, both passed exactly; `cname` is a NUL-terminated string that outlives the call.
+    // c-blosc never needs more than the input plus its header (it stores the chunk memcpyed
+    // when compressing does not pay).
+    let room = src.len() + HEADER_LEN;
+    out.reserve(room);
+    let start = out.len();
+    let dst = out.spare_capacity_mut();
+    // SAFETY: `src` is readable for `src.len()` bytes; `dst` is the vector's spare capacity,
+    // writable for at least `room` bytes, and c-blosc is told `room`; `cname` is a
+    // NUL-terminated string that outlives the call. c-blosc writes only bytes it reports.
     let ret = unsafe {
         blosc_src::blosc_compress_ctx(
             clevel as i32,
@@ -416,20 +478,21 @@ pub fn compress(
             src.len(),
             src.as_ptr().cast(),
             dst.as_mut_ptr().cast(),
-            dst.len(),
+            room,
             cname.as_ptr(),
             0,
             1,
         )
     };
-    if ret <= 0 {
+    if ret <= 0 || ret as usize > room {
         return Err(BloscError::new(format!(
             "c-blosc failed to compress a chunk of {} bytes (return code {ret})",
             src.len()
         )));
     }
-    dst.truncate(ret as usize);
-    Ok(dst)
+    // SAFETY: c-blosc initialised the first `ret` bytes of the spare capacity (checked ≤ room).
+    unsafe { out.set_len(start + ret as usize) };
+    Ok(ret as usize)
 }
 
 #[cfg(test)]
@@ -448,6 +511,8 @@ mod tests {
                 assert_eq!(header.nbytes as usize, data.len());
                 assert_eq!(header.cbytes as usize, chunk.len());
                 assert_eq!(decompress(&chunk, data.len()).unwrap(), data, "{codec:?}");
+                let buffer = decompress_to_buffer(&chunk, data.len()).unwrap();
+                assert_eq!(buffer.as_slice(), &data[..], "{codec:?}");
             }
         }
     }
@@ -472,5 +537,7 @@ mod tests {
         assert!(decompress(&bad, data.len()).is_err());
         // nbytes larger than allowed: no allocation.
         assert!(decompress(&chunk, 100).is_err());
+        assert!(decompress_to_buffer(&chunk, 100).is_err());
+        assert!(decompress_to_buffer(&bad, data.len()).is_err());
     }
 }

@@ -5,7 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_buffer::Buffer;
 use serde_json::Value;
 
 use super::blosc::{self, ChunkHeader, Codec, Shuffle};
@@ -93,9 +93,8 @@ impl CarrayInfo {
         let path = self.chunk_path(k);
         let (header, bytes) = self.read_chunk_file(k, &path)?;
         let nbytes = header.nbytes as usize;
-        let mut out = MutableBuffer::from_len_zeroed(nbytes);
-        blosc::decompress_into(&bytes[16..], out.as_slice_mut())
-            .map_err(|e| blosc_error(e, &path))?;
+        let mut out =
+            blosc::decompress_to_buffer(&bytes[16..], nbytes).map_err(|e| blosc_error(e, &path))?;
         out.truncate(need_rows * self.atomsize);
         if out.len() != need_rows * self.atomsize {
             return Err(Error::new(
@@ -223,10 +222,24 @@ impl CarrayInfo {
             .with_file(path)
             .at_offset(28));
         }
-        let mut bytes = vec![0u8; 16 + cbytes as usize];
-        bytes[..32].copy_from_slice(&head);
-        file.read_exact(&mut bytes[32..])
+        let len = 16 + cbytes as usize;
+        let mut bytes = Vec::with_capacity(len);
+        bytes.extend_from_slice(&head);
+        // Read into the spare capacity (no zeroing); the size was checked against the file.
+        (&mut file)
+            .take((len - 32) as u64)
+            .read_to_end(&mut bytes)
             .map_err(|e| Error::from(e).with_file(path))?;
+        if bytes.len() != len {
+            return Err(Error::new(
+                ErrorClass::TooSmall,
+                format!(
+                    "the chunk file ended after {} of its {len} bytes",
+                    bytes.len()
+                ),
+            )
+            .with_file(path));
+        }
         Ok((header, bytes))
     }
 }

@@ -3,7 +3,9 @@
 //! and `shared/specs/bcolz.md` for the format.
 
 mod append;
+mod background;
 pub mod blosc;
+mod durable;
 mod json;
 pub mod mapping;
 mod meta;

@@ -1,12 +1,15 @@
 //! bcolz → Arrow.
 //!
 //! The dataset's metadata is read and checked when it is opened; chunk files are read only
-//! when a batch needs their rows. For each batch, every chunk it needs (across all selected
-//! columns) that is not already decoded is read and decompressed in parallel (rayon, one
-//! c-blosc call with one thread per chunk); a partly used chunk is kept for the next batch, so
-//! each chunk is decoded once per scan and memory stays bounded by the batch plus about one
-//! chunk per column. A batch lying inside one chunk shares the decoded bytes without a copy.
+//! when a batch needs their rows. Each chunk is read and decompressed once per scan (one c-blosc
+//! call, one thread) straight into an Arrow buffer. With read-ahead (the default) the chunks of
+//! the next batches are decoded on the rayon pool, earliest rows first, while the current batch
+//! is assembled and consumed; memory stays bounded by the batch plus the read-ahead window
+//! (about two chunks per column at the default batch size). Without it, the chunks a batch needs
+//! are decoded in parallel when the batch is asked for. A batch lying inside one chunk shares
+//! the decoded bytes without a copy.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,6 +22,7 @@ use arrow_buffer::{Buffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use rayon::prelude::*;
 
+use super::background::{self, Pending};
 use super::mapping::{self, Base, DtUnit, ATTRS_KEY, KIND_KEY};
 use super::meta::{self, CarrayInfo, DatasetInfo, Kind};
 use crate::error::{Error, ErrorClass, Result};
@@ -33,6 +37,7 @@ pub struct ReaderBuilder {
     limit: Option<usize>,
     nat_as_null: bool,
     carray_name: Option<String>,
+    read_ahead: usize,
 }
 
 impl Default for ReaderBuilder {
@@ -43,6 +48,7 @@ impl Default for ReaderBuilder {
             limit: None,
             nat_as_null: true,
             carray_name: None,
+            read_ahead: 2,
         }
     }
 }
@@ -84,6 +90,15 @@ impl ReaderBuilder {
         self
     }
 
+    /// How many batches ahead chunks are decoded in the background (rayon) while the current
+    /// batch is consumed: the chunks of rows up to `n × max(batch size, chunklen)` beyond it.
+    /// Default 2 (about two chunks per column beyond the batch at the default batch size);
+    /// 0 decodes a batch's chunks only when the batch is asked for (still in parallel).
+    pub fn with_read_ahead(mut self, n: usize) -> Self {
+        self.read_ahead = n;
+        self
+    }
+
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let info = meta::open(path.as_ref(), self.carray_name.as_deref())?;
         self.build_from_info(Arc::new(info))
@@ -107,13 +122,24 @@ impl ReaderBuilder {
         })?;
         let end = self.limit.map_or(nrows, |l| l.min(nrows));
         Ok(Reader {
-            states: columns.iter().map(|_| None).collect(),
+            chunks: columns.iter().map(|_| ColumnChunks::default()).collect(),
+            sources: columns
+                .iter()
+                .enumerate()
+                .map(|(slot, &c)| ChunkSource {
+                    info: info.clone(),
+                    column: c,
+                    data_type: schema.field(slot).data_type().clone(),
+                    nat_as_null: self.nat_as_null,
+                })
+                .collect(),
             info,
             schema,
             columns,
             next_row: 0,
             end_row: end,
             batch_size: self.batch_size,
+            read_ahead: self.read_ahead,
             nat_as_null: self.nat_as_null,
             failed: false,
         })
@@ -161,11 +187,67 @@ fn is_empty_object(text: &str) -> bool {
     t == "{}"
 }
 
-/// A decoded chunk kept between batches.
-struct Decoded {
-    index: u64,
-    /// The committed rows of the chunk, `rows × atomsize` bytes, 64-byte aligned.
-    bytes: Buffer,
+/// A chunk of one column, decoded or being decoded.
+enum Chunk {
+    Ready(Decoded),
+    /// Being decoded on the rayon pool (read-ahead).
+    Decoding(Pending<Result<Decoded>>),
+}
+
+/// The committed rows of a decoded chunk.
+#[derive(Clone)]
+enum Decoded {
+    /// Converted to the column's Arrow type as a whole, where the work is done in parallel;
+    /// batches are slices of it.
+    Array(ArrayRef),
+    /// The stored bytes (`rows × atomsize`, 64-byte aligned) of a chunk that did not convert as
+    /// a whole (a bad value somewhere): each batch converts only its own rows, so the error
+    /// comes with the batch that holds the bad row, as without read-ahead.
+    Stored(Buffer),
+}
+
+/// The chunks of one selected column from the current batch's first onwards, in order.
+#[derive(Default)]
+struct ColumnChunks {
+    queue: VecDeque<(u64, Chunk)>,
+    /// The next chunk not yet in the queue (chunks are queued in order, each once per scan).
+    next: u64,
+}
+
+/// What decoding a chunk needs, shared with the rayon jobs.
+#[derive(Clone)]
+struct ChunkSource {
+    info: Arc<DatasetInfo>,
+    /// The dataset column.
+    column: usize,
+    data_type: DataType,
+    nat_as_null: bool,
+}
+
+impl ChunkSource {
+    /// Reads, decompresses and converts chunk `k` (its committed rows only).
+    fn decode(&self, k: u64) -> Result<Decoded> {
+        let info = &self.info;
+        let col = &info.columns[self.column];
+        let rows = col.chunklen.min(info.nrows - k * col.chunklen) as usize;
+        let stored = col
+            .read_chunk(k, rows)
+            .map_err(|e| locate(e, info, self.column))?;
+        let first_row = (k * col.chunklen) as usize;
+        Ok(
+            match convert(
+                col,
+                &self.data_type,
+                stored.clone(),
+                rows,
+                first_row,
+                self.nat_as_null,
+            ) {
+                Ok(array) => Decoded::Array(array),
+                Err(_) => Decoded::Stored(stored),
+            },
+        )
+    }
 }
 
 /// The record batches of a bcolz dataset, in row order.
@@ -173,10 +255,12 @@ pub struct Reader {
     info: Arc<DatasetInfo>,
     schema: SchemaRef,
     columns: Vec<usize>,
-    states: Vec<Option<Decoded>>,
+    sources: Vec<ChunkSource>,
+    chunks: Vec<ColumnChunks>,
     next_row: usize,
     end_row: usize,
     batch_size: usize,
+    read_ahead: usize,
     nat_as_null: bool,
     failed: bool,
 }
@@ -192,104 +276,133 @@ impl Reader {
         self.end_row
     }
 
-    fn read_batch(&mut self, start: usize, len: usize) -> Result<RecordBatch> {
-        let info = self.info.clone();
-        let table_rows = info.nrows;
-        // Every chunk this batch needs and does not have yet, across the selected columns.
-        let mut wanted: Vec<(usize, u64)> = Vec::new();
+    /// Queues every chunk of rows `..upto` that is not queued yet: with read-ahead on the rayon
+    /// pool (earliest rows first, across columns), else decoded here, in parallel.
+    fn queue_chunks(&mut self, upto: usize) -> Result<()> {
+        let mut wanted: Vec<(u64, usize, u64)> = Vec::new();
         for (slot, &c) in self.columns.iter().enumerate() {
-            let col = &info.columns[c];
-            let first = start as u64 / col.chunklen;
-            let last = (start + len - 1) as u64 / col.chunklen;
-            for k in first..=last {
-                if self.states[slot].as_ref().map(|d| d.index) != Some(k) {
-                    wanted.push((slot, k));
-                }
+            let chunklen = self.info.columns[c].chunklen;
+            let state = &mut self.chunks[slot];
+            let last = (upto as u64).div_ceil(chunklen);
+            while state.next < last {
+                wanted.push((state.next * chunklen, slot, state.next));
+                state.next += 1;
             }
         }
-        let columns = &self.columns;
-        let decode = |&(slot, k): &(usize, u64)| -> Result<(usize, u64, Buffer)> {
-            let c = columns[slot];
-            let col = &info.columns[c];
-            let rows = col.chunklen.min(table_rows - k * col.chunklen) as usize;
-            let bytes = col.read_chunk(k, rows).map_err(|e| locate(e, &info, c))?;
-            Ok((slot, k, bytes))
+        if self.read_ahead > 0 {
+            wanted.sort_unstable();
+            for (_, slot, k) in wanted {
+                let source = self.sources[slot].clone();
+                let job = background::spawn(move || source.decode(k));
+                self.chunks[slot].queue.push_back((k, Chunk::Decoding(job)));
+            }
+            return Ok(());
+        }
+        let sources = &self.sources;
+        let decode = |&(_, slot, k): &(u64, usize, u64)| -> Result<(usize, u64, Decoded)> {
+            Ok((slot, k, sources[slot].decode(k)?))
         };
-        let decoded: Vec<(usize, u64, Buffer)> = if wanted.len() > 1 {
+        let decoded: Vec<(usize, u64, Decoded)> = if wanted.len() > 1 {
             wanted.par_iter().map(decode).collect::<Result<_>>()?
         } else {
             wanted.iter().map(decode).collect::<Result<_>>()?
         };
-        let mut raws: Vec<Buffer> = Vec::with_capacity(self.columns.len());
+        for (slot, k, chunk) in decoded {
+            self.chunks[slot].queue.push_back((k, Chunk::Ready(chunk)));
+        }
+        Ok(())
+    }
+
+    /// Chunk `k` of a selected column, which must be queued, waiting for its decode if needed.
+    fn chunk(&mut self, slot: usize, k: u64) -> Result<Decoded> {
+        let entry = self.chunks[slot]
+            .queue
+            .iter_mut()
+            .find(|(kk, _)| *kk == k)
+            .expect("a batch's chunks are queued before they are used");
+        if let Chunk::Ready(chunk) = &entry.1 {
+            return Ok(chunk.clone());
+        }
+        let placeholder = Chunk::Ready(Decoded::Stored(Buffer::from_vec(Vec::<u8>::new())));
+        let Chunk::Decoding(job) = std::mem::replace(&mut entry.1, placeholder) else {
+            unreachable!("not ready, so decoding");
+        };
+        let chunk = job.wait().ok_or_else(|| {
+            let source = &self.sources[slot];
+            locate(
+                Error::new(
+                    ErrorClass::Io,
+                    format!("decoding chunk {k} stopped unexpectedly"),
+                ),
+                &source.info,
+                source.column,
+            )
+        })??;
+        entry.1 = Chunk::Ready(chunk.clone());
+        Ok(chunk)
+    }
+
+    fn read_batch(&mut self, start: usize, len: usize) -> Result<RecordBatch> {
+        let info = self.info.clone();
+        let end = start + len;
+        // Chunks wholly before this batch are done with.
         for (slot, &c) in self.columns.iter().enumerate() {
+            let first = start as u64 / info.columns[c].chunklen;
+            let queue = &mut self.chunks[slot].queue;
+            while queue.front().is_some_and(|(k, _)| *k < first) {
+                queue.pop_front();
+            }
+        }
+        self.queue_chunks(end)?;
+        if self.read_ahead > 0 {
+            // The next batches' chunks decode while this one is assembled and handed out.
+            let ahead = self.read_ahead * self.batch_size.max(self.max_chunklen());
+            self.queue_chunks(end.saturating_add(ahead).min(self.end_row))?;
+        }
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
+        for slot in 0..self.columns.len() {
+            let c = self.columns[slot];
             let col = &info.columns[c];
             let chunklen = col.chunklen as usize;
-            let atom = col.atomsize;
-            let get = |k: u64| -> Buffer {
-                if let Some(d) = self.states[slot].as_ref().filter(|d| d.index == k) {
-                    return d.bytes.clone();
-                }
-                decoded
-                    .iter()
-                    .find(|(s, kk, _)| *s == slot && *kk == k)
-                    .map(|(_, _, b)| b.clone())
-                    .expect("every needed chunk was decoded")
-            };
             let first = start / chunklen;
-            let last = (start + len - 1) / chunklen;
-            let raw = if first == last {
-                let off = (start - first * chunklen) * atom;
-                get(first as u64).slice_with_length(off, len * atom)
+            let last = (end - 1) / chunklen;
+            let mut parts: Vec<ArrayRef> = Vec::with_capacity(last - first + 1);
+            for k in first..=last {
+                let lo = start.max(k * chunklen) - k * chunklen;
+                let hi = end.min((k + 1) * chunklen) - k * chunklen;
+                parts.push(match self.chunk(slot, k as u64)? {
+                    Decoded::Array(array) => array.slice(lo, hi - lo),
+                    Decoded::Stored(stored) => {
+                        let atom = col.atomsize;
+                        let raw = stored.slice_with_length(lo * atom, (hi - lo) * atom);
+                        let data_type = self.schema.field(slot).data_type();
+                        let first_row = k * chunklen + lo;
+                        convert(col, data_type, raw, hi - lo, first_row, self.nat_as_null)
+                            .map_err(|e| locate(e, &info, c))?
+                    }
+                });
+            }
+            arrays.push(if parts.len() == 1 {
+                parts.pop().expect("one part")
             } else {
-                let mut buf = MutableBuffer::new(len * atom);
-                for k in first..=last {
-                    let chunk = get(k as u64);
-                    let lo = start.max(k * chunklen) - k * chunklen;
-                    let hi = (start + len).min((k + 1) * chunklen) - k * chunklen;
-                    buf.extend_from_slice(&chunk.as_slice()[lo * atom..hi * atom]);
-                }
-                buf.into()
-            };
-            let last_chunk = get(last as u64);
-            self.states[slot] = Some(Decoded {
-                index: last as u64,
-                bytes: last_chunk,
+                let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                arrow::compute::concat(&parts)?
             });
-            raws.push(raw);
         }
-        let schema = &self.schema;
-        let nat_as_null = self.nat_as_null;
-        let columns = &self.columns;
-        let convert_one = |(slot, raw): (usize, Buffer)| {
-            let c = columns[slot];
-            let field = schema.field(slot);
-            convert(
-                &info.columns[c],
-                field.data_type(),
-                raw,
-                len,
-                start,
-                nat_as_null,
-            )
-            .map_err(|e| locate(e, &info, c))
-        };
-        let arrays: Vec<ArrayRef> = if columns.len() > 1 && len * columns.len() >= 1 << 15 {
-            raws.into_par_iter()
-                .enumerate()
-                .map(convert_one)
-                .collect::<Result<_>>()?
-        } else {
-            raws.into_iter()
-                .enumerate()
-                .map(convert_one)
-                .collect::<Result<_>>()?
-        };
         let options = RecordBatchOptions::new().with_row_count(Some(len));
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),
             arrays,
             &options,
         )?)
+    }
+
+    fn max_chunklen(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|&c| self.info.columns[c].chunklen as usize)
+            .max()
+            .unwrap_or(1)
     }
 }
 
@@ -315,7 +428,7 @@ impl Iterator for Reader {
         let batch = self.read_batch(start, len);
         self.failed = batch.is_err();
         if self.failed || self.next_row >= self.end_row {
-            self.states.iter_mut().for_each(|s| *s = None);
+            self.chunks.iter_mut().for_each(|c| c.queue.clear());
         }
         Some(batch.map_err(ArrowError::from))
     }
@@ -385,19 +498,32 @@ fn scalar(
             )))
         }
         Base::Bytes(w) => {
+            // Two passes: the trimmed lengths first, so the values are allocated exactly once.
             let bytes = raw.as_slice();
+            let item = |i: usize| &bytes[i * w..(i + 1) * w];
             let mut offsets = Vec::with_capacity(len + 1);
-            let mut values = MutableBuffer::new(0);
             offsets.push(0i32);
+            let mut total = 0usize;
             for i in 0..len {
-                let item = &bytes[i * w..(i + 1) * w];
-                let end = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                values.extend_from_slice(&item[..end]);
-                offsets.push(i32::try_from(values.len()).map_err(|_| too_many_bytes(first_row))?);
+                total += trimmed_len(item(i));
+                offsets.push(i32::try_from(total).map_err(|_| too_many_bytes(first_row))?);
             }
+            // Narrow items are copied 16 bytes at a time (a fixed-size copy, no memcpy call):
+            // the bytes beyond an item's length are overwritten by the next item or cut off.
+            let mut values = vec![0u8; total + 16];
+            let mut at = 0;
+            for (i, ends) in offsets.windows(2).enumerate() {
+                let n = (ends[1] - ends[0]) as usize;
+                match bytes.get(i * w..i * w + 16) {
+                    Some(wide) if w <= 16 => values[at..at + 16].copy_from_slice(wide),
+                    _ => values[at..at + n].copy_from_slice(&item(i)[..n]),
+                }
+                at += n;
+            }
+            values.truncate(total);
             Ok(Arc::new(BinaryArray::try_new(
                 OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                values.into(),
+                Buffer::from_vec(values),
                 None,
             )?))
         }
@@ -494,6 +620,24 @@ fn primitive(
     Ok(make_array(data))
 }
 
+/// The length of a NUL-padded item without its trailing NULs (numpy's rule for `|S`).
+fn trimmed_len(item: &[u8]) -> usize {
+    let mut end = item.len();
+    // Eight bytes at a time from the end: the highest non-zero byte of a little-endian word is
+    // the last non-NUL byte of those eight.
+    while end >= 8 {
+        let word = u64::from_le_bytes(item[end - 8..end].try_into().expect("8 bytes"));
+        if word != 0 {
+            return end - (word.leading_zeros() / 8) as usize;
+        }
+        end -= 8;
+    }
+    item[..end]
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |p| p + 1)
+}
+
 fn too_many_bytes(first_row: usize) -> Error {
     Error::new(
         ErrorClass::BufferSize,
@@ -510,4 +654,46 @@ fn _assert_send(r: Reader) -> impl Send {
 #[allow(dead_code)]
 fn _array_len(a: &dyn Array) -> usize {
     a.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trimmed_len_is_numpys_rule_for_every_width_and_nul_pattern() {
+        for width in 0..=20usize {
+            for pattern in 0u32..64 {
+                // Bytes non-zero where the pattern says so, spread over the item.
+                let item: Vec<u8> = (0..width)
+                    .map(|i| {
+                        u8::from(((pattern >> (i % 6)) & 1) == 1 && i % 3 != 1) * (i as u8 + 1)
+                    })
+                    .collect();
+                let want = item.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                assert_eq!(trimmed_len(&item), want, "{item:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_width_bytes_become_trimmed_binary_values() {
+        let items: [&[u8]; 5] = [
+            b"AAPL\0\0\0\0\0\0",
+            b"\0\0\0\0\0\0\0\0\0\0",
+            b"a\0b\0\0\0\0\0\0\0",
+            b"0123456789",
+            b"\0x\0\0\0\0\0\0\0\0",
+        ];
+        let raw = Buffer::from_vec(items.concat());
+        let array = scalar(Base::Bytes(10), &DataType::Binary, raw, 5, 0, true).unwrap();
+        let got: Vec<&[u8]> = array
+            .as_any()
+            .downcast_ref::<BinaryArray>()
+            .unwrap()
+            .iter()
+            .map(Option::unwrap)
+            .collect();
+        assert_eq!(got, [&b"AAPL"[..], b"", b"a\0b", b"0123456789", b"\0x"]);
+    }
 }

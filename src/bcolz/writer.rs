@@ -1,26 +1,37 @@
 //! Arrow → bcolz (spec B4).
 //!
-//! Rows are buffered per column until a full chunk of `chunklen` rows exists; full chunks of
-//! all columns are then compressed in parallel (rayon, one c-blosc ctx call per chunk) and
-//! written by the workers. The dataset is built in a temporary sibling directory and renamed
-//! into place by `finish()`; nothing is left behind on error or drop.
+//! `write()` only checks a batch (nulls, string widths) and queues its columns as rows of the
+//! Arrow arrays themselves; each time a column holds a full chunk of `chunklen` rows, a chunk
+//! job is started on the rayon pool and `write()` returns. A job encodes the rows (nothing to
+//! do for a fixed-width column without nulls: c-blosc compresses straight from the Arrow
+//! buffer), compresses them (one c-blosc ctx call) and writes the chunk file, so encoding,
+//! compression and file writes of all columns overlap each other and the caller's next batch.
+//! At most a few jobs per thread run at a time, which bounds memory.
+//!
+//! The dataset is built in a temporary sibling directory and renamed into place by `finish()`;
+//! nothing is left behind on error or drop. When durable (the default), the whole directory is
+//! flushed to disk once, just before the rename (see `durable`), instead of file by file.
 //!
 //! String widths: a column's width is the largest value seen; chunks compressed while the width
 //! was smaller are re-encoded (decompressed, re-padded, recompressed) at `finish()`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use arrow::compute::cast;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, SchemaRef};
-use rayon::prelude::*;
 use serde_json::Value;
 
+use super::background;
 use super::blosc::{self, Codec, Shuffle};
+use super::durable;
 use super::json::{escape_non_ascii, parse_lenient, python_string};
 use super::mapping::{self, Base, DType, ATTRS_KEY, DTYPE_KEY, KIND_KEY};
 use super::meta::{is_plain_component, Kind};
@@ -125,8 +136,9 @@ impl WriterOptions {
         }
         Ok(self)
     }
-    /// Whether chunk files are flushed to disk (fsync) before they are renamed into place
-    /// (default true). bcolz itself never syncs; without it a power loss can leave files empty.
+    /// Whether the finished dataset is flushed to disk (every file and directory, fsync) before
+    /// it is renamed into place, and the rename after it (default true). bcolz itself never
+    /// syncs; without it a power loss soon after `finish()` can leave empty or missing files.
     pub fn with_durable(mut self, durable: bool) -> Self {
         self.durable = durable;
         self
@@ -166,9 +178,9 @@ pub(super) struct Column {
     pub(super) width: usize,
     pub(super) dir: PathBuf,
     pub(super) chunklen: Option<u64>,
-    /// Pending rows: raw bytes (fixed-size types) or items (strings, unpadded).
-    pub(super) pending: Vec<u8>,
-    pub(super) pending_items: Items,
+    /// Rows not yet cut into a chunk, in order.
+    pub(super) pending: VecDeque<Piece>,
+    pub(super) pending_rows: usize,
     /// Full chunks written, with the width they were encoded with and their cbytes.
     pub(super) chunks: Vec<(usize, u64)>,
     pub(super) attrs_text: String,
@@ -177,23 +189,67 @@ pub(super) struct Column {
     pub(super) shuffle: Shuffle,
     /// Chunks hold big-endian values (appending to a `>` dtype); pending rows are little-endian.
     pub(super) big_endian: bool,
-    /// fsync each chunk file before renaming it.
-    pub(super) durable: bool,
+    /// How chunk files reach the disk.
+    pub(super) files: ChunkFiles,
 }
 
-impl Column {
-    pub(super) fn is_string(&self) -> bool {
-        matches!(self.dtype.base, Base::Bytes(_) | Base::Unicode(_))
-    }
+/// How a chunk file is written.
+#[derive(Debug, Clone)]
+pub(super) enum ChunkFiles {
+    /// Into a dataset directory nobody sees yet, never flushed (`with_durable(false)`).
+    Unsynced,
+    /// Into a dataset directory nobody sees yet; the kernel is asked to start writing it out
+    /// at once (Linux) and the file is queued to the syncer threads; the whole directory is
+    /// flushed again before it is renamed into place.
+    SyncedLater(durable::SyncQueue),
+    /// Into a live dataset (an append): under a temporary name, flushed (fsync) and renamed
+    /// over `__k.blp`, so a chunk file is never half-written or empty after a crash.
+    Live,
+}
 
-    pub(super) fn pending_rows(&self) -> usize {
-        if self.is_string() {
-            self.pending_items.len()
-        } else {
-            self.pending.len() / self.atomsize_for(self.width)
+/// Rows waiting to be cut into chunks.
+#[derive(Debug, Clone)]
+pub(super) enum Piece {
+    /// Rows of an input column, already checked (nulls, widths) and cast to the base type.
+    Rows {
+        array: ArrayRef,
+        offset: usize,
+        len: usize,
+    },
+    /// Rows in stored form (the committed rows of a leftover chunk being appended to):
+    /// little-endian, `item` bytes a row, strings NUL-padded.
+    Stored {
+        bytes: Buffer,
+        item: usize,
+        offset: usize,
+        len: usize,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Rows { len, .. } | Piece::Stored { len, .. } => *len,
         }
     }
 
+    /// The first `n` rows, leaving the rest in `self`.
+    fn split_front(&mut self, n: usize) -> Piece {
+        let mut front = self.clone();
+        match (&mut front, self) {
+            (Piece::Rows { len: fl, .. }, Piece::Rows { offset, len, .. })
+            | (Piece::Stored { len: fl, .. }, Piece::Stored { offset, len, .. }) => {
+                *fl = n;
+                *offset += n;
+                *len -= n;
+            }
+            _ => unreachable!("a clone has the same variant"),
+        }
+        front
+    }
+}
+
+impl Column {
     pub(super) fn dtype_with(&self, width: usize) -> DType {
         let base = match self.dtype.base {
             Base::Bytes(_) => Base::Bytes(width),
@@ -217,74 +273,362 @@ impl Column {
         }
     }
 
-    /// Encodes string items `[from, to)` NUL-padded to `width`.
-    pub(super) fn encode_items(
-        &self,
-        items: &Items,
-        from: usize,
-        to: usize,
-        width: usize,
-    ) -> Vec<u8> {
-        let size = width * self.unit();
-        let mut out = Vec::with_capacity((to - from) * size);
-        for i in from..to {
-            let item = items.get(i);
-            out.extend_from_slice(item);
-            out.resize(out.len() + size - item.len(), 0);
+    pub(super) fn push_rows(&mut self, piece: Piece) {
+        self.pending_rows += piece.len();
+        if piece.len() > 0 {
+            self.pending.push_back(piece);
+        }
+    }
+
+    /// Takes the first `n` pending rows (at most all of them).
+    fn take_rows(&mut self, n: usize) -> Vec<Piece> {
+        let mut out = Vec::new();
+        let mut left = n.min(self.pending_rows);
+        self.pending_rows -= left;
+        while left > 0 {
+            let front = self.pending.front_mut().expect("pending rows are counted");
+            if front.len() <= left {
+                left -= front.len();
+                out.push(self.pending.pop_front().expect("just seen"));
+            } else {
+                out.push(front.split_front(left));
+                left = 0;
+            }
         }
         out
     }
+
+    /// What a chunk job of this column needs, with rows encoded at `width`.
+    fn chunk_spec(&self, width: usize) -> ChunkSpec {
+        let dtype = self.dtype_with(width);
+        let swap_unit = if self.big_endian {
+            self.dtype.swap_unit()
+        } else {
+            1
+        };
+        ChunkSpec {
+            data_dir: self.dir.join("data"),
+            codec: self.codec,
+            clevel: self.clevel,
+            shuffle: self.shuffle,
+            typesize: dtype.typesize(),
+            atomsize: self.atomsize_for(width),
+            item_unit: self.unit(),
+            width,
+            swap_unit,
+            files: self.files.clone(),
+        }
+    }
 }
 
-/// String values in one buffer (stored units, unpadded), without an allocation per value.
-#[derive(Debug, Default)]
-pub(super) struct Items {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
+/// Everything needed to encode, compress and write one chunk, away from the writer.
+#[derive(Debug, Clone)]
+pub(super) struct ChunkSpec {
+    data_dir: PathBuf,
+    codec: Codec,
+    clevel: u8,
+    shuffle: Shuffle,
+    typesize: usize,
+    atomsize: usize,
+    /// Bytes per code unit of a string column (4 for `U`, 1 for `S`, 1 otherwise).
+    item_unit: usize,
+    /// String width in code units.
+    width: usize,
+    /// Bytes swapped as one unit for a big-endian column (1: little-endian, nothing to do).
+    swap_unit: usize,
+    files: ChunkFiles,
 }
 
-impl Items {
-    pub(super) fn len(&self) -> usize {
-        self.ends.len()
+/// One chunk to encode, compress and write.
+pub(super) struct ChunkJob {
+    pub(super) column: usize,
+    pub(super) index: u64,
+    spec: ChunkSpec,
+    pieces: Vec<Piece>,
+}
+
+impl ChunkJob {
+    /// Encodes, compresses and writes the chunk; returns its Blosc cbytes.
+    fn run(self) -> Result<u64> {
+        SCRATCH.with(|scratch| {
+            let mut fresh = Scratch::default();
+            let mut borrowed = scratch.try_borrow_mut();
+            let scratch = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+            let direct = direct_bytes(&self.pieces, &self.spec);
+            let src: &[u8] = match &direct {
+                Some(buffer) => buffer.as_slice(),
+                None => {
+                    scratch.encoded.clear();
+                    for piece in &self.pieces {
+                        encode_piece(piece, &self.spec, &mut scratch.encoded)?;
+                    }
+                    if self.spec.swap_unit > 1 {
+                        for group in scratch.encoded.chunks_exact_mut(self.spec.swap_unit) {
+                            group.reverse();
+                        }
+                    }
+                    &scratch.encoded
+                }
+            };
+            compress_and_write(&self.spec, self.index, src, &mut scratch.file)
+        })
     }
-    fn get(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+}
+
+/// Buffers a worker thread reuses from chunk to chunk (no allocation, no page faults).
+#[derive(Default)]
+struct Scratch {
+    encoded: Vec<u8>,
+    file: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// The chunk's bytes straight from the Arrow buffer, when they are stored as they are: one
+/// piece of a fixed-width primitive (or tensor of one) without nulls, little-endian.
+fn direct_bytes(pieces: &[Piece], spec: &ChunkSpec) -> Option<Buffer> {
+    let [Piece::Rows { array, offset, len }] = pieces else {
+        return None;
+    };
+    if spec.swap_unit > 1 {
+        return None;
     }
-    pub(super) fn push(&mut self, item: &[u8]) {
-        self.bytes.extend_from_slice(item);
-        self.ends.push(self.bytes.len());
-    }
-    /// Appends a string as UTF-32LE; returns its number of code points.
-    fn push_utf32(&mut self, s: &str) -> usize {
-        let before = self.bytes.len();
-        for c in s.chars() {
-            self.bytes.extend_from_slice(&(c as u32).to_le_bytes());
+    let (mut array, mut offset, mut len) = (array.clone(), *offset, *len);
+    while let DataType::FixedSizeList(_, k) = array.data_type() {
+        let k = *k as usize;
+        let list = array.as_fixed_size_list();
+        if list.null_count() > 0 {
+            return None;
         }
-        self.ends.push(self.bytes.len());
-        (self.bytes.len() - before) / 4
+        let values = list.values().slice(list.offset() * k, list.len() * k);
+        (array, offset, len) = (values, offset * k, len * k);
     }
-    /// Items of `size` bytes each, as stored (padding included).
-    pub(super) fn from_padded(raw: &[u8], size: usize) -> Items {
-        let mut items = Items::default();
-        for item in raw.chunks(size.max(1)) {
-            items.push(item);
+    let size = match array.data_type() {
+        DataType::Boolean | DataType::Date32 => return None,
+        dt => dt.primitive_width()?,
+    };
+    if array.null_count() > 0 {
+        return None;
+    }
+    let data = array.to_data();
+    Some(data.buffers()[0].slice_with_length((data.offset() + offset) * size, len * size))
+}
+
+/// Appends the stored bytes of a piece's rows (little-endian) to `out`.
+fn encode_piece(piece: &Piece, spec: &ChunkSpec, out: &mut Vec<u8>) -> Result<()> {
+    let size = spec.width * spec.item_unit;
+    match piece {
+        Piece::Stored {
+            bytes,
+            item,
+            offset,
+            len,
+        } => {
+            let raw = &bytes.as_slice()[offset * item..(offset + len) * item];
+            if *item == spec.atomsize {
+                out.extend_from_slice(raw);
+            } else {
+                // A string chunk stored narrower than the column is now.
+                let start = out.len();
+                out.resize(start + len * size, 0);
+                for (i, value) in raw.chunks_exact(*item).enumerate() {
+                    out[start + i * size..start + i * size + item].copy_from_slice(value);
+                }
+            }
+            Ok(())
         }
-        items
+        Piece::Rows { array, offset, len } => match array.data_type() {
+            DataType::Binary => {
+                let strings = array.as_binary::<i32>();
+                let values = strings.value_data();
+                let offsets = strings.value_offsets();
+                let start = out.len();
+                // 16 bytes of slack for the wide stores below, cut off at the end.
+                out.resize(start + len * size + 16, 0);
+                for i in 0..*len {
+                    let lo = offsets[offset + i] as usize;
+                    let hi = offsets[offset + i + 1] as usize;
+                    let at = start + i * size;
+                    match values.get(lo..lo + 16) {
+                        // Narrow items: one 16-byte load and store instead of a memcpy call, the
+                        // bytes past the value masked to zero (its padding; what spills into the
+                        // next slot is zeros too, and that slot is written after this one).
+                        Some(wide) if size <= 16 => {
+                            let word = u128::from_le_bytes(wide.try_into().expect("16 bytes"));
+                            let keep = match hi - lo {
+                                n if n >= 16 => u128::MAX,
+                                n => (1u128 << (8 * n)) - 1,
+                            };
+                            out[at..at + 16].copy_from_slice(&(word & keep).to_le_bytes());
+                        }
+                        _ => out[at..at + hi - lo].copy_from_slice(&values[lo..hi]),
+                    }
+                }
+                out.truncate(start + len * size);
+                Ok(())
+            }
+            DataType::Utf8 => {
+                let strings = array.as_string::<i32>();
+                let start = out.len();
+                out.resize(start + len * size, 0);
+                for i in 0..*len {
+                    let slot = &mut out[start + i * size..start + (i + 1) * size];
+                    for (unit, c) in slot
+                        .chunks_exact_mut(4)
+                        .zip(strings.value(offset + i).chars())
+                    {
+                        unit.copy_from_slice(&(c as u32).to_le_bytes());
+                    }
+                }
+                Ok(())
+            }
+            _ => {
+                let itemsize = spec.atomsize / spec.width.max(1);
+                flat_bytes(&array.slice(*offset, *len), itemsize, 0, true, out)
+            }
+        },
     }
-    /// Removes the first `n` items.
-    fn drain_front(&mut self, n: usize) {
-        let cut = if n == 0 { 0 } else { self.ends[n - 1] };
-        self.bytes.drain(..cut);
-        self.ends.drain(..n);
-        for e in &mut self.ends {
-            *e -= cut;
+}
+
+/// Compresses `src` into a chunk file (`blpk` header + one Blosc chunk) at `data/__{k}.blp`;
+/// returns the Blosc cbytes.
+fn compress_and_write(spec: &ChunkSpec, k: u64, src: &[u8], file: &mut Vec<u8>) -> Result<u64> {
+    file.clear();
+    file.extend_from_slice(BLPK_HEADER);
+    let cbytes = blosc::compress_append(
+        src,
+        spec.typesize,
+        spec.clevel,
+        spec.shuffle,
+        spec.codec,
+        file,
+    )
+    .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
+    let path = spec.data_dir.join(format!("__{k}.blp"));
+    match &spec.files {
+        ChunkFiles::Unsynced => {
+            fs::write(&path, &file[..]).map_err(|e| Error::from(e).with_file(&path))?
+        }
+        ChunkFiles::SyncedLater(queue) => {
+            let mut f = fs::File::create(&path).map_err(|e| Error::from(e).with_file(&path))?;
+            f.write_all(file)
+                .map_err(|e| Error::from(e).with_file(&path))?;
+            durable::start_writeback(&f);
+            drop(f);
+            queue.flush_later(path);
+        }
+        ChunkFiles::Live => {
+            let temp = spec.data_dir.join(format!(".__{k}.blp.arrowsmith-tmp"));
+            let mut f = fs::File::create(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
+            f.write_all(file)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| Error::from(e).with_file(&temp))?;
+            fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))?;
+        }
+    }
+    Ok(cbytes as u64)
+}
+
+/// The bloscpack header bcolz writes before the Blosc chunk of every chunk file.
+const BLPK_HEADER: &[u8; 16] = b"blpk\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00";
+
+/// Chunk jobs running on the rayon pool while the caller goes on with the next batch; at most
+/// `limit` at a time (each holds one chunk's rows and output), so memory stays bounded.
+pub(super) struct ChunkJobs {
+    done_tx: mpsc::Sender<(usize, u64, Result<u64>)>,
+    done: mpsc::Receiver<(usize, u64, Result<u64>)>,
+    in_flight: usize,
+    limit: usize,
+    failed: Option<Error>,
+}
+
+impl ChunkJobs {
+    pub(super) fn new() -> ChunkJobs {
+        let (done_tx, done) = mpsc::channel();
+        ChunkJobs {
+            done_tx,
+            done,
+            in_flight: 0,
+            limit: 2 * rayon::current_num_threads() + 2,
+            failed: None,
+        }
+    }
+
+    /// Starts a job, after waiting for an earlier one if `limit` are running.
+    pub(super) fn submit(&mut self, columns: &mut [Column], job: ChunkJob) -> Result<()> {
+        while self.in_flight >= self.limit {
+            self.collect_one(columns);
+        }
+        self.check()?;
+        let tx = self.done_tx.clone();
+        self.in_flight += 1;
+        rayon::spawn_fifo(move || {
+            let (c, k) = (job.column, job.index);
+            let result = catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorClass::Io,
+                    format!("writing chunk {k} failed unexpectedly"),
+                ))
+            });
+            let _ = tx.send((c, k, result));
+        });
+        Ok(())
+    }
+
+    fn collect_one(&mut self, columns: &mut [Column]) {
+        let Some((c, k, result)) = background::receive(&self.done) else {
+            unreachable!("this struct holds a sender");
+        };
+        self.in_flight -= 1;
+        match result {
+            Ok(cbytes) => {
+                // A leftover chunk is not listed: its cbytes do not count in meta/sizes.
+                if let Some(chunk) = columns[c].chunks.get_mut(k as usize) {
+                    chunk.1 = cbytes;
+                }
+            }
+            Err(e) => {
+                if self.failed.is_none() {
+                    self.failed = Some(e.with_column(c, Some(&columns[c].name)));
+                }
+            }
+        }
+    }
+
+    /// The first error of a finished job, if any.
+    pub(super) fn check(&mut self) -> Result<()> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for every job; the first error if one failed.
+    pub(super) fn finish(&mut self, columns: &mut [Column]) -> Result<()> {
+        while self.in_flight > 0 {
+            self.collect_one(columns);
+        }
+        self.check()
+    }
+}
+
+impl Drop for ChunkJobs {
+    /// Jobs still running write into the dataset directory: wait for them before it is removed.
+    fn drop(&mut self) {
+        while self.in_flight > 0 && background::receive(&self.done).is_some() {
+            self.in_flight -= 1;
         }
     }
 }
 
 /// Writes record batches into a new bcolz carray or ctable directory.
 pub struct Writer {
+    /// Declared before `dir`: dropping it waits for running jobs before the directory goes.
+    jobs: ChunkJobs,
+    /// fsyncs chunk files in the background (durable writes only).
+    syncer: Option<durable::Syncer>,
     dir: AtomicDir,
     kind: Kind,
     columns: Vec<Column>,
@@ -396,6 +740,7 @@ impl Writer {
             None => "{}".to_owned(),
         };
         let dir = AtomicDir::create(path)?;
+        let syncer = options.durable.then(durable::Syncer::start);
         let mut columns = Vec::with_capacity(plans.len());
         for (name, dtype, row_shape, fixed_width, attrs_text) in plans {
             let col_dir = match kind {
@@ -417,18 +762,23 @@ impl Writer {
                 fixed_width,
                 dir: col_dir,
                 chunklen: options.chunklen,
-                pending: Vec::new(),
-                pending_items: Items::default(),
+                pending: VecDeque::new(),
+                pending_rows: 0,
                 chunks: Vec::new(),
                 attrs_text,
                 codec: options.codec,
                 clevel: options.clevel,
                 shuffle: options.shuffle,
                 big_endian: false,
-                durable: options.durable,
+                files: match &syncer {
+                    Some(syncer) => ChunkFiles::SyncedLater(syncer.queue()),
+                    None => ChunkFiles::Unsynced,
+                },
             });
         }
         Ok(Writer {
+            jobs: ChunkJobs::new(),
+            syncer,
             dir,
             kind,
             columns,
@@ -448,12 +798,13 @@ impl Writer {
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        super::append::check_batch(batch, &self.types).map_err(|e| e.with_file(self.target()))?;
-        let first_row = self.rows;
         let target = self.target().to_path_buf();
+        self.jobs.check().map_err(|e| e.with_file(&target))?;
+        super::append::check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
+        let first_row = self.rows;
         let policy = self.options.null_policy;
         for (i, col) in self.columns.iter_mut().enumerate() {
-            encode_column(col, batch.column(i), first_row, policy)
+            take_column(col, batch.column(i), first_row, policy)
                 .map_err(|e| e.with_column(i, Some(&col.name)).with_file(&target))?;
         }
         self.rows += batch.num_rows() as u64;
@@ -462,12 +813,12 @@ impl Writer {
         for col in &mut self.columns {
             if col.chunklen.is_none() {
                 let cl = default_chunklen(expected, col.atomsize_for(col.width));
-                if col.pending_rows() as u64 >= cl || self.options.expected_len.is_some() {
+                if col.pending_rows as u64 >= cl || self.options.expected_len.is_some() {
                     col.chunklen = Some(cl);
                 }
             }
         }
-        flush_full_chunks(&mut self.columns).map_err(|e| e.with_file(self.dir.target()))
+        queue_full_chunks(&mut self.columns, &mut self.jobs).map_err(|e| e.with_file(&target))
     }
 
     pub fn finish(self) -> Result<WriteSummary> {
@@ -475,53 +826,53 @@ impl Writer {
     }
 }
 
-/// Compresses and writes every full chunk pending in any column, in parallel.
-pub(super) fn flush_full_chunks(all: &mut [Column]) -> Result<()> {
-    let mut jobs: Vec<(usize, u64, Vec<u8>, usize)> = Vec::new();
-    for (c, col) in all.iter_mut().enumerate() {
+/// Cuts every full chunk pending in any column and hands it to the chunk jobs.
+pub(super) fn queue_full_chunks(columns: &mut [Column], jobs: &mut ChunkJobs) -> Result<()> {
+    let mut queued = Vec::new();
+    for (c, col) in columns.iter_mut().enumerate() {
         let Some(chunklen) = col.chunklen else {
             continue;
         };
         let chunklen = chunklen as usize;
-        let nfull = col.pending_rows() / chunklen;
-        if nfull == 0 {
-            continue;
-        }
-        let width = col.width;
-        if col.is_string() {
-            for j in 0..nfull {
-                let k = (col.chunks.len() + j) as u64;
-                let bytes =
-                    col.encode_items(&col.pending_items, j * chunklen, (j + 1) * chunklen, width);
-                jobs.push((c, k, bytes, width));
-            }
-            col.pending_items.drain_front(nfull * chunklen);
-        } else {
-            let atom = col.atomsize_for(width);
-            let bytes: Vec<u8> = col.pending.drain(..nfull * chunklen * atom).collect();
-            for (j, part) in bytes.chunks(chunklen * atom).enumerate() {
-                let k = (col.chunks.len() + j) as u64;
-                jobs.push((c, k, part.to_vec(), width));
-            }
-        }
-        for _ in 0..nfull {
-            col.chunks.push((width, 0));
+        while col.pending_rows >= chunklen {
+            queued.push(cut_chunk(col, c, chunklen));
         }
     }
-    let columns = &*all;
-    let results: Vec<(usize, u64, u64)> = jobs
-        .par_iter()
-        .map(|(c, k, bytes, width)| {
-            let col = &columns[*c];
-            let cbytes = write_chunk(col, *k, bytes, col.dtype_with(*width).typesize())
-                .map_err(|e| e.with_column(*c, Some(&col.name)))?;
-            Ok((*c, *k, cbytes))
-        })
-        .collect::<Result<_>>()?;
-    for (c, k, cbytes) in results {
-        all[c].chunks[k as usize].1 = cbytes;
+    for job in queued {
+        jobs.submit(columns, job)?;
     }
     Ok(())
+}
+
+/// Hands the rows left in each column (fewer than a chunk) to the chunk jobs as its last chunk.
+pub(super) fn queue_leftovers(columns: &mut [Column], jobs: &mut ChunkJobs) -> Result<()> {
+    let mut queued = Vec::new();
+    for (c, col) in columns.iter_mut().enumerate() {
+        if col.pending_rows > 0 {
+            let rows = col.pending_rows;
+            let mut job = cut_chunk(col, c, rows);
+            // The leftover is not a full chunk: it does not count in `chunks`.
+            col.chunks.pop();
+            job.index = col.chunks.len() as u64;
+            queued.push(job);
+        }
+    }
+    for job in queued {
+        jobs.submit(columns, job)?;
+    }
+    Ok(())
+}
+
+fn cut_chunk(col: &mut Column, c: usize, rows: usize) -> ChunkJob {
+    let width = col.width;
+    let index = col.chunks.len() as u64;
+    col.chunks.push((width, 0));
+    ChunkJob {
+        column: c,
+        index,
+        spec: col.chunk_spec(width),
+        pieces: col.take_rows(rows),
+    }
 }
 
 impl Writer {
@@ -533,52 +884,58 @@ impl Writer {
                 col.chunklen = Some(default_chunklen(expected, col.atomsize_for(col.width)));
             }
         }
-        flush_full_chunks(&mut self.columns).map_err(|e| e.with_file(self.dir.target()))?;
         let target = self.target().to_path_buf();
-        let options = self.options.clone();
         let at = |e: Error, c: usize, name: &str| e.with_column(c, Some(name)).with_file(&target);
-        // Re-encode chunks written with a smaller string width, in parallel.
-        let mut redo: Vec<(usize, u64, usize)> = Vec::new();
-        for (c, col) in self.columns.iter().enumerate() {
-            for (k, (w, _)) in col.chunks.iter().enumerate() {
-                if *w != col.width {
-                    redo.push((c, k as u64, *w));
+        queue_full_chunks(&mut self.columns, &mut self.jobs)
+            .and_then(|_| self.jobs.finish(&mut self.columns))
+            .map_err(|e| e.with_file(&target))?;
+        // Chunks written while a string column was narrower: decoded and re-encoded at the
+        // final width (jobs again, in parallel).
+        for c in 0..self.columns.len() {
+            let col = &self.columns[c];
+            let chunklen = col.chunklen.unwrap_or(1) as usize;
+            let mut redo = Vec::new();
+            for (k, &(old, _)) in col.chunks.iter().enumerate() {
+                if old == col.width {
+                    continue;
                 }
-            }
-        }
-        let columns = &self.columns;
-        let redone: Vec<(usize, u64, u64)> = redo
-            .par_iter()
-            .map(|&(c, k, old)| {
-                let col = &columns[c];
                 let path = col.dir.join("data").join(format!("__{k}.blp"));
-                let file = fs::read(&path).map_err(|e| at(e.into(), c, &col.name))?;
-                let chunklen = col.chunklen.unwrap_or(1) as usize;
-                let raw = blosc::decompress(&file[16..], chunklen * col.atomsize_for(old))
-                    .map_err(|e| at(Error::new(ErrorClass::Io, e.to_string()), c, &col.name))?;
-                let items = Items::from_padded(&raw, old * col.unit());
-                let bytes = col.encode_items(&items, 0, items.len(), col.width);
-                let cbytes = write_chunk(col, k, &bytes, col.dtype_with(col.width).typesize())
-                    .map_err(|e| at(e, c, &col.name))?;
-                Ok((c, k, cbytes))
-            })
-            .collect::<Result<_>>()?;
-        for (c, k, cbytes) in redone {
-            self.columns[c].chunks[k as usize] = (self.columns[c].width, cbytes);
-        }
-        // Leftovers, then metadata.
-        for (c, col) in self.columns.iter_mut().enumerate() {
-            let k = col.chunks.len() as u64;
-            let width = col.width;
-            let leftover = if col.is_string() {
-                col.encode_items(&col.pending_items, 0, col.pending_items.len(), width)
-            } else {
-                std::mem::take(&mut col.pending)
-            };
-            if !leftover.is_empty() {
-                write_chunk(col, k, &leftover, col.dtype_with(width).typesize())
-                    .map_err(|e| at(e, c, &col.name))?;
+                let file = fs::read(&path)
+                    .map_err(|e| at(Error::from(e).with_file(&path), c, &col.name))?;
+                let item = col.atomsize_for(old);
+                let raw = blosc::decompress(file.get(16..).unwrap_or_default(), chunklen * item)
+                    .map_err(|e| {
+                        at(
+                            Error::new(ErrorClass::Io, e.to_string()).with_file(&path),
+                            c,
+                            &col.name,
+                        )
+                    })?;
+                redo.push(ChunkJob {
+                    column: c,
+                    index: k as u64,
+                    spec: col.chunk_spec(col.width),
+                    pieces: vec![Piece::Stored {
+                        bytes: Buffer::from_vec(raw),
+                        item,
+                        offset: 0,
+                        len: chunklen,
+                    }],
+                });
             }
+            let width = self.columns[c].width;
+            for job in redo {
+                self.columns[c].chunks[job.index as usize].0 = width;
+                self.jobs
+                    .submit(&mut self.columns, job)
+                    .map_err(|e| e.with_file(&target))?;
+            }
+        }
+        queue_leftovers(&mut self.columns, &mut self.jobs)
+            .and_then(|_| self.jobs.finish(&mut self.columns))
+            .map_err(|e| e.with_file(&target))?;
+        let options = self.options.clone();
+        for (c, col) in self.columns.iter().enumerate() {
             write_meta(col, total, &options).map_err(|e| at(e, c, &col.name))?;
         }
         if self.kind == Kind::Ctable {
@@ -590,10 +947,18 @@ impl Writer {
             write_text(
                 &self.dir.path().join("__rootdirs__"),
                 &format!("{{\"names\": [{}]}}", names.join(", ")),
+                false,
             )?;
-            write_text(&self.dir.path().join("__attrs__"), &self.root_attrs)?;
+            write_text(&self.dir.path().join("__attrs__"), &self.root_attrs, false)?;
+        }
+        if let Some(syncer) = self.syncer.take() {
+            syncer.finish().map_err(|e| e.with_file(&target))?;
+            durable::sync_tree(self.dir.path()).map_err(|e| e.with_file(&target))?;
         }
         self.dir.commit(self.options.overwrite)?;
+        if self.options.durable {
+            durable::sync_parent(&target)?;
+        }
         Ok(WriteSummary {
             rows: total,
             warnings: Vec::new(),
@@ -610,43 +975,12 @@ impl BatchWriter for Writer {
     }
 }
 
-fn write_text(path: &Path, text: &str) -> Result<()> {
+/// Writes a small text file (and a final newline); `sync` flushes it to disk before returning.
+fn write_text(path: &Path, text: &str, sync: bool) -> Result<()> {
     let mut f = fs::File::create(path).map_err(|e| Error::from(e).with_file(path))?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.write_all(b"\n"))
-        .and_then(|_| f.sync_all())
+    f.write_all(format!("{text}\n").as_bytes())
+        .and_then(|_| if sync { f.sync_all() } else { Ok(()) })
         .map_err(|e| Error::from(e).with_file(path))
-}
-
-/// Compresses `bytes` and writes `data/__{k}.blp`; returns the Blosc cbytes.
-/// The file is written under a temporary name in `data/` and renamed over `__{k}.blp`, so a
-/// chunk file is never half-written (what appending in place relies on).
-pub(super) fn write_chunk(col: &Column, k: u64, bytes: &[u8], typesize: usize) -> Result<u64> {
-    let swapped;
-    let bytes = if col.big_endian && col.dtype.swap_unit() > 1 {
-        let mut b = bytes.to_vec();
-        for group in b.chunks_exact_mut(col.dtype.swap_unit()) {
-            group.reverse();
-        }
-        swapped = b;
-        &swapped[..]
-    } else {
-        bytes
-    };
-    let chunk = blosc::compress(bytes, typesize, col.clevel, col.shuffle, col.codec)
-        .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
-    let path = col.dir.join("data").join(format!("__{k}.blp"));
-    let temp = col
-        .dir
-        .join("data")
-        .join(format!(".__{k}.blp.arrowsmith-tmp"));
-    let mut f = fs::File::create(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
-    f.write_all(b"blpk\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00")
-        .and_then(|_| f.write_all(&chunk))
-        .and_then(|_| if col.durable { f.sync_all() } else { Ok(()) })
-        .map_err(|e| Error::from(e).with_file(&temp))?;
-    fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))?;
-    Ok(chunk.len() as u64)
 }
 
 fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Result<()> {
@@ -666,13 +1000,14 @@ fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Result<()> {
         options.shuffle.code(),
         options.codec.name()
     );
-    write_text(&col.dir.join("meta").join("storage"), &storage)?;
-    write_text(&col.dir.join("__attrs__"), &col.attrs_text)?;
-    write_sizes(col, rows)
+    write_text(&col.dir.join("meta").join("storage"), &storage, false)?;
+    write_text(&col.dir.join("__attrs__"), &col.attrs_text, false)?;
+    write_sizes(col, rows, false)
 }
 
-/// `meta/sizes`, written to a temporary file and renamed into place: the commit record.
-pub(super) fn write_sizes(col: &Column, rows: u64) -> Result<()> {
+/// `meta/sizes`, written to a temporary file (flushed to disk if `sync`) and renamed into
+/// place: the commit record of an append.
+pub(super) fn write_sizes(col: &Column, rows: u64, sync: bool) -> Result<()> {
     let chunklen = col.chunklen.unwrap_or(1);
     let atom = col.atomsize_for(col.width) as u64;
     let mut shape = vec![rows.to_string()];
@@ -685,7 +1020,7 @@ pub(super) fn write_sizes(col: &Column, rows: u64) -> Result<()> {
     );
     let path = col.dir.join("meta").join("sizes");
     let temp = col.dir.join("meta").join(".sizes.arrowsmith-tmp");
-    write_text(&temp, &sizes)?;
+    write_text(&temp, &sizes, sync)?;
     fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))
 }
 
@@ -761,8 +1096,9 @@ fn null_error(row: u64) -> Error {
     .at_row(row)
 }
 
-/// Appends one Arrow column's values to a column's pending rows.
-pub(super) fn encode_column(
+/// Checks one Arrow column (nulls, string widths) and appends it to the column's pending rows,
+/// without copying its values: they are encoded when a chunk job takes them.
+pub(super) fn take_column(
     col: &mut Column,
     array: &ArrayRef,
     first_row: u64,
@@ -784,49 +1120,89 @@ pub(super) fn encode_column(
             col.dtype.base,
             Base::Float(_) | Base::DateTime(_) | Base::TimeDelta(_)
         );
+    let len = array.len();
     match col.dtype.base {
         Base::Bytes(_) | Base::Unicode(_) => {
-            let unicode = matches!(col.dtype.base, Base::Unicode(_));
-            for i in 0..array.len() {
-                if array.is_null(i) {
-                    return Err(null_error(first_row + i as u64));
-                }
-                let width = if unicode {
-                    col.pending_items
-                        .push_utf32(array.as_string::<i32>().value(i))
-                } else {
-                    let b = array.as_binary::<i32>().value(i);
-                    col.pending_items.push(b);
-                    b.len()
-                };
-                if width > col.width {
-                    if let Some(fixed) = col.fixed_width {
-                        return Err(Error::new(
-                            ErrorClass::ValueOutOfRange,
-                            format!(
-                                "a value of length {width} does not fit the fixed width {fixed}"
-                            ),
-                        )
-                        .at_row(first_row + i as u64));
-                    }
-                    col.width = width;
-                }
+            if let Some(i) = array
+                .nulls()
+                .and_then(|nulls| nulls.iter().position(|valid| !valid))
+            {
+                return Err(null_error(first_row + i as u64));
             }
-            Ok(())
+            let widest = if matches!(col.dtype.base, Base::Unicode(_)) {
+                let strings = array.as_string::<i32>();
+                (0..len).map(|i| strings.value(i).chars().count()).max()
+            } else {
+                let offsets = array.as_binary::<i32>().value_offsets();
+                offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max()
+            };
+            if let Some(widest) = widest.filter(|&w| w > col.width) {
+                if let Some(fixed) = col.fixed_width {
+                    let (i, width) = first_wider(&array, col, fixed);
+                    return Err(Error::new(
+                        ErrorClass::ValueOutOfRange,
+                        format!("a value of length {width} does not fit the fixed width {fixed}"),
+                    )
+                    .at_row(first_row + i as u64));
+                }
+                col.width = widest;
+            }
+            col.push_rows(Piece::Rows {
+                array,
+                offset: 0,
+                len,
+            });
         }
-        _ => {
-            let mut bytes = Vec::new();
-            flat_bytes(&array, col, first_row, sentinel_ok, &mut bytes)?;
-            col.pending.extend_from_slice(&bytes);
-            Ok(())
+        _ if has_nulls(&array) => {
+            // Refused (an error naming the row), or written as NaN / NaT: encoded now.
+            let item = col.atomsize_for(col.width);
+            let mut bytes = Vec::with_capacity(len * item);
+            flat_bytes(
+                &array,
+                col.dtype.itemsize().unwrap_or(1),
+                first_row,
+                sentinel_ok,
+                &mut bytes,
+            )?;
+            col.push_rows(Piece::Stored {
+                bytes: Buffer::from_vec(bytes),
+                item,
+                offset: 0,
+                len,
+            });
         }
+        _ => col.push_rows(Piece::Rows {
+            array,
+            offset: 0,
+            len,
+        }),
     }
+    Ok(())
+}
+
+/// The first value longer than `fixed` code units, and its length.
+fn first_wider(array: &ArrayRef, col: &Column, fixed: usize) -> (usize, usize) {
+    (0..array.len())
+        .map(|i| match col.dtype.base {
+            Base::Unicode(_) => array.as_string::<i32>().value(i).chars().count(),
+            _ => array.as_binary::<i32>().value(i).len(),
+        })
+        .enumerate()
+        .find(|&(_, w)| w > fixed)
+        .unwrap_or((0, fixed))
+}
+
+/// Whether an array or, for a fixed-size list, its values hold a null.
+fn has_nulls(array: &ArrayRef) -> bool {
+    array.null_count() > 0
+        || matches!(array.data_type(), DataType::FixedSizeList(..))
+            && has_nulls(array.as_fixed_size_list().values())
 }
 
 /// Little-endian bytes of a fixed-size column (tensor rows flattened), nulls checked.
 fn flat_bytes(
     array: &ArrayRef,
-    col: &Column,
+    itemsize: usize,
     first_row: u64,
     sentinel_ok: bool,
     out: &mut Vec<u8>,
@@ -841,13 +1217,13 @@ fn flat_bytes(
             let e = (0..values.len()).find(|&e| values.is_null(e)).unwrap_or(0);
             return Err(null_error(first_row + (e / k.max(1)) as u64));
         }
-        flat_bytes(&values, col, first_row, sentinel_ok, out)?;
+        flat_bytes(&values, itemsize, first_row, sentinel_ok, out)?;
         if list.null_count() > 0 {
             if !sentinel_ok {
                 let i = (0..list.len()).find(|&i| list.is_null(i)).unwrap_or(0);
                 return Err(null_error(first_row + i as u64));
             }
-            let item = col.dtype.itemsize().unwrap_or(1);
+            let item = itemsize;
             let per_row = out.len().saturating_sub(start) / list.len().max(1);
             for i in (0..list.len()).filter(|&i| list.is_null(i)) {
                 for e in 0..per_row / item {

@@ -144,6 +144,9 @@ fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
     if args.bcolz_carray {
         options = options.with_kind(bcolz::Kind::Carray);
     }
+    if args.bcolz_no_sync {
+        options = options.with_durable(false);
+    }
     // bcolz chooses chunklen from the expected length: the input's row count when known.
     if let Some(rows) = super::inspect::known_rows(&args.input, from) {
         let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
@@ -197,6 +200,7 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             (args.bcolz_chunklen.is_some(), "--bcolz-chunklen"),
             (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
             (args.bcolz_carray, "--bcolz-carray"),
+            (args.bcolz_no_sync, "--bcolz-no-sync"),
             (args.overwrite, "--overwrite"),
         ] {
             if set {

@@ -127,6 +127,11 @@ struct ConvertArgs {
     /// bcolz output: write a carray (one column) instead of a ctable
     #[arg(long, help_heading = "Format options")]
     bcolz_carray: bool,
+    /// bcolz output: do not flush the new dataset to disk (fsync) before renaming it into
+    /// place; faster, and what bcolz itself does, but a power loss soon after may leave it
+    /// incomplete (--append always flushes before it commits)
+    #[arg(long, help_heading = "Format options", conflicts_with = "append")]
+    bcolz_no_sync: bool,
     /// bcolz output: replace an existing directory
     #[arg(long, help_heading = "Format options")]
     overwrite: bool,

@@ -192,7 +192,8 @@ EXPECTED_DTYPES = {
 
 
 @pytest.mark.parametrize("flags", [[], ["--compression", "zstd:3", "--bcolz-shuffle", "2"],
-                                   ["--compression", "blosclz:9", "--bcolz-chunklen", "1000"]])
+                                   ["--compression", "blosclz:9", "--bcolz-chunklen", "1000"],
+                                   ["--bcolz-no-sync", "--bcolz-chunklen", "777"]])
 def test_arrowsmith_output_opened_by_bcolz_and_appended(tmp_path, flags):
     n = 30_001
     src, table = arrow_input(tmp_path, n)

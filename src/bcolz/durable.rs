@@ -1,0 +1,219 @@
+//! Flushing a finished dataset directory to disk before it is renamed into place.
+//!
+//! The writer builds the dataset in a hidden directory that no reader sees until `finish()`
+//! renames it to the target. For that rename to be crash-safe, every file and directory in it
+//! must be on disk first; then the rename itself is made durable by flushing the parent.
+//! The chunk jobs never wait on the disk for this: each asks the kernel to start writing its
+//! file out at once ([`start_writeback`]) and hands its path to a [`Syncer`], a few I/O threads
+//! that fsync chunk files while later chunks are compressed. What is left at the end (the last
+//! chunks, the metadata, the directories) is flushed by [`sync_tree`], which fsyncs every file
+//! of the dataset again: cheap for files already clean, and the guarantee does not depend on
+//! the syncer having seen every file.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+
+/// Flushes to disk every file and directory under `root` (and `root` itself).
+pub(super) fn sync_tree(root: &Path) -> Result<()> {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    collect(root, &mut files, &mut dirs)?;
+    sync_all_parallel(&files)?;
+    // Directories after their files (their entries name them), deepest first.
+    dirs.reverse();
+    sync_all_parallel(&dirs)
+}
+
+/// Asks the kernel to start writing a just-written file out (Linux; elsewhere nothing), so that
+/// the disk works while the next chunks are compressed and the final flush has little left.
+pub(super) fn start_writeback(file: &File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; the call only starts asynchronous writeback of the
+        // file's dirty pages (offset 0, length 0 = the whole file). Its result is ignored:
+        // the flush before the rename is what the durability rests on.
+        unsafe {
+            libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+/// Flushes a directory (its entries: files created or renamed in it).
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+    sync_path(dir).map_err(|e| Error::from(e).with_file(dir))
+}
+
+/// Flushes the directory holding `path`, which makes a rename into it durable.
+pub(super) fn sync_parent(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    sync_path(parent).map_err(|e| Error::from(e).with_file(parent))
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) -> Result<()> {
+    dirs.push(dir.to_path_buf());
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).with_file(dir))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::from(e).with_file(dir))?;
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::from(e).with_file(entry.path()))?;
+        if kind.is_dir() {
+            collect(&entry.path(), files, dirs)?;
+        } else {
+            files.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn sync_path(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
+/// fsync waits on the disk, not the CPU: many at once let the file system commit them together,
+/// so they run on their own short-lived threads rather than on the (CPU-sized) rayon pool.
+fn sync_all_parallel(paths: &[PathBuf]) -> Result<()> {
+    const THREADS: usize = 32;
+    if paths.len() <= 1 {
+        return paths
+            .iter()
+            .try_for_each(|p| sync_path(p).map_err(|e| Error::from(e).with_file(p)));
+    }
+    let per_thread = paths.len().div_ceil(THREADS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(per_thread)
+            .map(|share| {
+                scope.spawn(move || {
+                    share
+                        .iter()
+                        .try_for_each(|p| sync_path(p).map_err(|e| Error::from(e).with_file(p)))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Error::from(io::Error::other("fsync thread panicked"))))
+            })
+            .collect::<Result<Vec<()>>>()
+            .map(|_| ())
+    })
+}
+
+enum SyncRequest {
+    /// A path, not the open file: a syncer lagging behind the disk must not pile up descriptors.
+    Flush(PathBuf),
+    Stop,
+}
+
+/// Where chunk jobs hand their written files to be flushed (a clone of the [`Syncer`]'s queue).
+#[derive(Debug, Clone)]
+pub(super) struct SyncQueue(mpsc::Sender<SyncRequest>);
+
+impl std::fmt::Debug for SyncRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SyncRequest::Flush(path) => write!(f, "Flush({})", path.display()),
+            SyncRequest::Stop => f.write_str("Stop"),
+        }
+    }
+}
+
+impl SyncQueue {
+    /// Queues the file just written at `path` to be flushed to disk by the syncer threads.
+    pub(super) fn flush_later(&self, path: PathBuf) {
+        // Gone only once the syncer has stopped (the writer was dropped): nothing to flush for.
+        let _ = self.0.send(SyncRequest::Flush(path));
+    }
+}
+
+/// A few threads that fsync the files queued to them, in the background; the first error is
+/// reported by [`Syncer::finish`].
+pub(super) struct Syncer {
+    queue: SyncQueue,
+    threads: Vec<JoinHandle<Result<()>>>,
+}
+
+impl Syncer {
+    /// fsyncs wait on the disk, not the CPU: these threads sleep most of the time, and several
+    /// at once let the file system commit their files together.
+    const THREADS: usize = 4;
+
+    pub(super) fn start() -> Syncer {
+        let (tx, rx) = mpsc::channel::<SyncRequest>();
+        let rx = Arc::new(Mutex::new(rx));
+        let threads = (0..Self::THREADS)
+            .map(|_| {
+                let rx = rx.clone();
+                std::thread::spawn(move || {
+                    let mut first_error = None;
+                    loop {
+                        let request = rx
+                            .lock()
+                            .map_err(|_| ())
+                            .and_then(|r| r.recv().map_err(|_| ()));
+                        match request {
+                            Ok(SyncRequest::Flush(path)) => {
+                                if first_error.is_none() {
+                                    if let Err(e) = sync_path(&path) {
+                                        first_error = Some(Error::from(e).with_file(path));
+                                    }
+                                }
+                            }
+                            Ok(SyncRequest::Stop) | Err(()) => break,
+                        }
+                    }
+                    first_error.map_or(Ok(()), Err)
+                })
+            })
+            .collect();
+        Syncer {
+            queue: SyncQueue(tx),
+            threads,
+        }
+    }
+
+    pub(super) fn queue(&self) -> SyncQueue {
+        self.queue.clone()
+    }
+
+    /// Flushes everything queued so far, stops the threads; the first error if one failed.
+    pub(super) fn finish(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        for _ in 0..self.threads.len() {
+            let _ = self.queue.0.send(SyncRequest::Stop);
+        }
+        let mut result = Ok(());
+        for thread in self.threads.drain(..) {
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| Err(Error::from(io::Error::other("an fsync thread panicked"))));
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
