@@ -70,8 +70,28 @@ impl AtomicFile {
         }
         temp.persist(&target)
             .map_err(|e| Error::from(e.error).with_file(&target))?;
+        if self.durable {
+            sync_parent(&target)?;
+        }
         Ok(())
     }
+}
+
+/// Flushes the directory holding `path`: a rename is on disk only once the directory whose
+/// entry it changed is, so without this a crash could bring back the old target (or none).
+/// Directories cannot be opened for fsync on Windows; there the rename is left to the OS.
+pub(crate) fn sync_parent(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    #[cfg(unix)]
+    File::open(parent)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| Error::from(e).with_file(parent))?;
+    #[cfg(not(unix))]
+    let _ = parent;
+    Ok(())
 }
 
 impl Write for AtomicFile {

@@ -51,15 +51,6 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     sync_path(dir).map_err(|e| Error::from(e).with_file(dir))
 }
 
-/// Flushes the directory holding `path`, which makes a rename into it durable.
-pub(super) fn sync_parent(path: &Path) -> Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    sync_path(parent).map_err(|e| Error::from(e).with_file(parent))
-}
-
 fn collect(dir: &Path, files: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) -> Result<()> {
     dirs.push(dir.to_path_buf());
     let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).with_file(dir))?;

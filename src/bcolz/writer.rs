@@ -957,7 +957,7 @@ impl Writer {
         }
         self.dir.commit(self.options.overwrite)?;
         if self.options.durable {
-            durable::sync_parent(&target)?;
+            crate::atomic::sync_parent(&target)?;
         }
         Ok(WriteSummary {
             rows: total,
