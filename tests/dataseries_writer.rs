@@ -1,6 +1,6 @@
 //! The DataSeries writer against the reference: rewriting a reference file's rows with the same
 //! XML, extent size, mode and level reproduces the reference's bytes where the codec's output is
-//! the C library's (none, zlib through C zlib, bz2); every written file reads back through our
+//! the C library's (none, zlib through C zlib, bz2, lz4 and lz4hc through liblz4); every written file reads back through our
 //! reader, with every check on, to the values of the original.
 
 #[path = "common/ds2txt.rs"]
@@ -60,6 +60,8 @@ const IDENTICAL: &[(&str, Mode, usize)] = &[
     ("generated/basic-none.ds", Mode::None, 1024),
     ("generated/basic-zlib.ds", Mode::Zlib, 1024),
     ("generated/basic-bz2.ds", Mode::Bz2, 1024),
+    ("generated/basic-lz4hc.ds", Mode::Lz4Hc, 1024),
+    ("generated/basic-lz4.ds", Mode::Lz4, 1024),
     ("generated/nullcompact.ds", Mode::Zlib, 2048),
     ("bigendian/le-bigtosmall-bz2.ds", Mode::Bz2, 1_000_000),
     ("bigendian/le-basic-zlib.ds", Mode::Zlib, 1_000_000),

@@ -388,6 +388,9 @@ fn stream_into(
     }
 }
 
+/// liblz4's `LZ4HC_CLEVEL_DEFAULT`, the level of the deprecated `LZ4_compressHC`.
+const LZ4HC_DEFAULT_LEVEL: i32 = 9;
+
 /// Compresses `input` with `mode` at `level` (1..=9; only lzo/zlib/bz2 use it). `None` when
 /// the codec cannot compress it (which makes the writer fall back to mode 0).
 pub fn compress(mode: Mode, input: &[u8], level: u32) -> Option<Vec<u8>> {
@@ -412,7 +415,18 @@ pub fn compress(mode: Mode, input: &[u8], level: u32) -> Option<Vec<u8>> {
         }
         Mode::Lzf => lzf::compress(input).ok(),
         Mode::Snappy => snap::raw::Encoder::new().compress_vec(input).ok(),
-        Mode::Lz4 | Mode::Lz4Hc => Some(lz4_flex::block::compress(input)),
+        Mode::Lz4 => {
+            lz4::block::compress(input, Some(lz4::block::CompressionMode::DEFAULT), false).ok()
+        }
+        // The reference's `LZ4_compressHC` runs at liblz4's default HC level.
+        Mode::Lz4Hc => lz4::block::compress(
+            input,
+            Some(lz4::block::CompressionMode::HIGHCOMPRESSION(
+                LZ4HC_DEFAULT_LEVEL,
+            )),
+            false,
+        )
+        .ok(),
     }
 }
 
@@ -542,6 +556,39 @@ mod tests {
                 "{len} bytes"
             );
         }
+    }
+
+    #[test]
+    fn lz4hc_parts_are_real_high_compression_lz4_blocks() {
+        // Trace-like records: a counter, a few repeated words and a slowly changing value.
+        let mut data = Vec::new();
+        for i in 0u32..20_000 {
+            data.extend_from_slice(&(i / 3).to_le_bytes());
+            data.extend_from_slice([b"read ", b"write", b"open "][(i % 3) as usize]);
+            data.extend_from_slice(&((i * 7919) % 113).to_le_bytes());
+        }
+        let fast = compress(Mode::Lz4, &data, 9).unwrap();
+        let high = compress(Mode::Lz4Hc, &data, 9).unwrap();
+        assert!(
+            high.len() < fast.len(),
+            "HC {} bytes, plain {} bytes",
+            high.len(),
+            fast.len()
+        );
+        for (mode, packed) in [(Mode::Lz4Hc, &high), (Mode::Lz4, &high)] {
+            let mut out = Vec::new();
+            decompress(mode, packed, data.len(), true, &mut out).unwrap();
+            assert_eq!(out, data, "{}", mode.name());
+        }
+        assert_eq!(
+            lz4_flex::block::decompress(&high, data.len()).unwrap(),
+            data
+        );
+        // With both enabled, the reference's rule picks the smaller HC part.
+        assert_eq!(
+            compress_best(&[Mode::Lz4, Mode::Lz4Hc], &data, 9).0,
+            Mode::Lz4Hc
+        );
     }
 
     #[test]
