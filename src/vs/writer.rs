@@ -719,7 +719,7 @@ impl Writer {
 }
 
 /// Renames a finished temporary file over `target` under the exclusive lock of the file it
-/// replaces, then syncs the directory.
+/// replaces (the commit also flushes the directory, so the rename is durable).
 fn commit_over(out: AtomicFile, target: &Path, wait: LockWait) -> Result<()> {
     let guard = if target.exists() {
         Some(lock::open_locked(target, LockKind::Exclusive, wait)?)
@@ -727,19 +727,8 @@ fn commit_over(out: AtomicFile, target: &Path, wait: LockWait) -> Result<()> {
         None
     };
     out.commit()?;
-    sync_dir(target);
     drop(guard);
     Ok(())
-}
-
-fn sync_dir(target: &Path) {
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
 }
 
 impl BatchWriter for Writer {
@@ -985,7 +974,6 @@ pub fn compact(path: impl AsRef<Path>, wait: LockWait) -> Result<CompactSummary>
         }
         out.write_all(&[codec::TERMINAL])?;
         out.commit()?;
-        sync_dir(path);
         Ok(CompactSummary {
             bytes_before: bytes.len() as u64,
             bytes_after: written + 1,
