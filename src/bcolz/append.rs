@@ -10,7 +10,6 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, SchemaRef};
 
 use super::blosc::Codec;
-use super::durable;
 use super::mapping::{self, Base};
 use super::meta::{self, Kind};
 use super::writer::{
@@ -218,7 +217,7 @@ impl Appender {
             let data = col.dir.join("data");
             // An empty dataset may have no data/ yet, and then nothing was written into it.
             if data.is_dir() {
-                durable::sync_dir(&data)
+                crate::atomic::sync_dir(&data)
                     .map_err(|e| e.with_column(c, Some(&col.name)).with_file(&self.path))?;
             }
         }

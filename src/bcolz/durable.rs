@@ -6,28 +6,18 @@
 //! The chunk jobs never wait on the disk for this: each asks the kernel to start writing its
 //! file out at once ([`start_writeback`]) and hands its path to a [`Syncer`], a few I/O threads
 //! that fsync chunk files while later chunks are compressed. What is left at the end (the last
-//! chunks, the metadata, the directories) is flushed by [`sync_tree`], which fsyncs every file
-//! of the dataset again: cheap for files already clean, and the guarantee does not depend on
-//! the syncer having seen every file.
+//! chunks, the metadata, the directories) is flushed by the durable commit of the
+//! [`AtomicDir`](crate::atomic::AtomicDir), which fsyncs every file of the dataset again:
+//! cheap for files already clean, and the guarantee does not depend on the syncer having seen
+//! every file.
 
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
-
-/// Flushes to disk every file and directory under `root` (and `root` itself).
-pub(super) fn sync_tree(root: &Path) -> Result<()> {
-    let mut files = Vec::new();
-    let mut dirs = Vec::new();
-    collect(root, &mut files, &mut dirs)?;
-    sync_all_parallel(&files)?;
-    // Directories after their files (their entries name them), deepest first.
-    dirs.reverse();
-    sync_all_parallel(&dirs)
-}
 
 /// Asks the kernel to start writing a just-written file out (Linux; elsewhere nothing), so that
 /// the disk works while the next chunks are compressed and the final flush has little left.
@@ -44,64 +34,6 @@ pub(super) fn start_writeback(file: &File) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
-}
-
-/// Flushes a directory (its entries: files created or renamed in it).
-pub(super) fn sync_dir(dir: &Path) -> Result<()> {
-    sync_path(dir).map_err(|e| Error::from(e).with_file(dir))
-}
-
-fn collect(dir: &Path, files: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) -> Result<()> {
-    dirs.push(dir.to_path_buf());
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).with_file(dir))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::from(e).with_file(dir))?;
-        let kind = entry
-            .file_type()
-            .map_err(|e| Error::from(e).with_file(entry.path()))?;
-        if kind.is_dir() {
-            collect(&entry.path(), files, dirs)?;
-        } else {
-            files.push(entry.path());
-        }
-    }
-    Ok(())
-}
-
-fn sync_path(path: &Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
-}
-
-/// fsync waits on the disk, not the CPU: many at once let the file system commit them together,
-/// so they run on their own short-lived threads rather than on the (CPU-sized) rayon pool.
-fn sync_all_parallel(paths: &[PathBuf]) -> Result<()> {
-    const THREADS: usize = 32;
-    if paths.len() <= 1 {
-        return paths
-            .iter()
-            .try_for_each(|p| sync_path(p).map_err(|e| Error::from(e).with_file(p)));
-    }
-    let per_thread = paths.len().div_ceil(THREADS);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = paths
-            .chunks(per_thread)
-            .map(|share| {
-                scope.spawn(move || {
-                    share
-                        .iter()
-                        .try_for_each(|p| sync_path(p).map_err(|e| Error::from(e).with_file(p)))
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Error::from(io::Error::other("fsync thread panicked"))))
-            })
-            .collect::<Result<Vec<()>>>()
-            .map(|_| ())
-    })
 }
 
 enum SyncRequest {
@@ -159,7 +91,7 @@ impl Syncer {
                         match request {
                             Ok(SyncRequest::Flush(path)) => {
                                 if first_error.is_none() {
-                                    if let Err(e) = sync_path(&path) {
+                                    if let Err(e) = crate::atomic::sync_path(&path) {
                                         first_error = Some(Error::from(e).with_file(path));
                                     }
                                 }

@@ -739,7 +739,8 @@ impl Writer {
             }
             None => "{}".to_owned(),
         };
-        let dir = AtomicDir::create(path)?;
+        let mut dir = AtomicDir::create(path)?;
+        dir.set_durable(options.durable);
         let syncer = options.durable.then(durable::Syncer::start);
         let mut columns = Vec::with_capacity(plans.len());
         for (name, dtype, row_shape, fixed_width, attrs_text) in plans {
@@ -953,12 +954,9 @@ impl Writer {
         }
         if let Some(syncer) = self.syncer.take() {
             syncer.finish().map_err(|e| e.with_file(&target))?;
-            durable::sync_tree(self.dir.path()).map_err(|e| e.with_file(&target))?;
         }
+        // Durable unless told otherwise: flushes what the syncer has not, then the rename.
         self.dir.commit(self.options.overwrite)?;
-        if self.options.durable {
-            crate::atomic::sync_parent(&target)?;
-        }
         Ok(WriteSummary {
             rows: total,
             warnings: Vec::new(),
