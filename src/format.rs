@@ -144,6 +144,9 @@ impl Format {
 
     /// Recognises an existing input: magic bytes, then directory structure, then extension.
     pub fn detect(path: &Path) -> Result<Format> {
+        if crate::is_stdin(path) {
+            return Ok(Format::ArrowStream);
+        }
         let metadata = std::fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;
         let detected = if metadata.is_dir() {
             detect_directory(path)

@@ -190,7 +190,14 @@ pub trait BatchWriter {
     fn finish(self: Box<Self>) -> Result<WriteSummary>;
 }
 
-/// Opens any supported input as a stream of record batches.
+/// Whether `path` names standard input (`-`), which is read as an Arrow IPC stream.
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// Opens any supported input as a stream of record batches. The path `-` is standard input,
+/// read as an Arrow IPC stream (what `pyarrow`, Polars' `write_ipc_stream` and DataFusion
+/// write to a pipe).
 pub fn open(
     path: impl AsRef<Path>,
     options: &ReadOptions,
@@ -200,6 +207,15 @@ pub fn open(
         Some(f) => f,
         None => Format::detect(path)?,
     };
+    if is_stdin(path) {
+        if format != Format::ArrowStream {
+            return Err(Error::invalid_argument(format!(
+                "standard input (-) is read as an Arrow IPC stream (arrows), not as {}",
+                format.name()
+            )));
+        }
+        return ecosystem::ipc::open_stdin_stream(options);
+    }
     format.ensure_implemented().map_err(|e| e.with_file(path))?;
     match format {
         Format::Jay => {

@@ -282,6 +282,66 @@ fn binary_formats_keep_schema_and_field_metadata() {
     }
 }
 
+/// Runs `arrowsmith ARGS...` with `input` on its standard input.
+fn arrowsmith_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The program may stop reading early (a refusal); a broken pipe is then expected.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_arrow_stream_on_stdin_is_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = rich_batch();
+    let stream = dir.path().join("in.arrows");
+    write(&stream, Format::ArrowStream, &batch, 3);
+    let bytes = std::fs::read(&stream).unwrap();
+    for to in ["parquet", "arrow"] {
+        let output = dir.path().join(format!("piped.{to}"));
+        let out = arrowsmith_with_stdin(&["convert", "-", p(&output), "--from", "arrows"], &bytes);
+        assert_ok(&out);
+        assert_eq!(read_one(&output, format(to)), batch, "stdin -> {to}");
+    }
+    // Into a legacy format, the stream's format detected (standard input is always a stream).
+    let plain = plain_batch(1000);
+    let plain_stream = dir.path().join("plain.arrows");
+    write(&plain_stream, Format::ArrowStream, &plain, 300);
+    let jay = dir.path().join("piped.jay");
+    let out = arrowsmith_with_stdin(
+        &["convert", "-", p(&jay)],
+        &std::fs::read(&plain_stream).unwrap(),
+    );
+    assert_ok(&out);
+    assert_same_values(&plain, &read_one(&jay, Format::Jay), "stdin -> jay");
+
+    let out = arrowsmith_with_stdin(&["head", "-", "-n", "2"], &bytes);
+    assert_ok(&out);
+    assert!(stdout(&out).contains("ints"), "{}", stdout(&out));
+
+    // Damage names <stdin> and leaves nothing behind; other formats cannot come from a pipe.
+    let output = dir.path().join("bad.parquet");
+    for cut in [0, 5, bytes.len() / 2, bytes.len() - 9] {
+        let out = arrowsmith_with_stdin(&["convert", "-", p(&output)], &bytes[..cut]);
+        assert_fails(&out, 1, "<stdin>");
+        assert!(!output.exists());
+    }
+    let out = arrowsmith_with_stdin(&["convert", "-", p(&output), "--from", "jay"], &bytes);
+    assert_fails(&out, 2, "standard input");
+    let out = arrowsmith_with_stdin(&["inspect", "-"], &bytes);
+    assert_fails(&out, 2, "standard input");
+}
+
 #[test]
 fn explicit_formats_override_names() {
     let dir = tempfile::tempdir().unwrap();

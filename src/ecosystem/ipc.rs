@@ -41,6 +41,21 @@ pub(crate) fn open_stream(
     adapt(reader, path, options)
 }
 
+/// What errors name as the file when the stream comes from standard input.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// An Arrow IPC stream on standard input, e.g. piped from Polars, DataFusion or pyarrow. Its
+/// size is unknown, so buffers grow with the bytes that actually arrive rather than with the
+/// lengths the messages claim.
+pub(crate) fn open_stdin_stream(
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let path = Path::new(STDIN_NAME);
+    let reader =
+        IpcReader::open_stream_from(Box::new(io::stdin()), None).map_err(|e| e.with_file(path))?;
+    adapt(reader, path, options)
+}
+
 fn adapt(
     mut reader: IpcReader,
     path: &Path,
@@ -72,9 +87,10 @@ enum Source {
         blocks: std::vec::IntoIter<Block>,
     },
     Stream {
-        reader: BufReader<File>,
+        reader: BufReader<Box<dyn Read + Send>>,
         pos: u64,
-        size: u64,
+        /// The file's size; `None` for a pipe.
+        size: Option<u64>,
         finished: bool,
     },
 }
@@ -129,7 +145,11 @@ impl IpcReader {
     fn open_stream(path: &Path) -> Result<IpcReader> {
         let file = File::open(path)?;
         let size = file.metadata()?.len();
-        let mut reader = BufReader::new(file);
+        IpcReader::open_stream_from(Box::new(file), Some(size))
+    }
+
+    fn open_stream_from(input: Box<dyn Read + Send>, size: Option<u64>) -> Result<IpcReader> {
+        let mut reader = BufReader::new(input);
         let mut pos = 0;
         let Some((meta, _body)) = next_message(&mut reader, &mut pos, size)? else {
             return Err(bad("the stream is empty: it has no schema message"));
@@ -286,17 +306,40 @@ fn read_body(reader: &mut impl Read, len: u64) -> Result<Buffer> {
     Ok(body.into())
 }
 
+/// Reads `len` bytes whose presence nothing has vouched for (a pipe): the buffer grows with the
+/// bytes that arrive, so a damaged length costs no more memory than the input itself.
+fn read_unvouched(reader: &mut impl Read, len: u64, pos: u64, what: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.take(len).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != len {
+        return Err(bad(format!(
+            "the stream ends inside a message's {what}: {len} bytes announced, {} there",
+            bytes.len()
+        ))
+        .at_offset(pos));
+    }
+    Ok(bytes)
+}
+
 /// The next message of a stream at `pos`: its flatbuffer (with padding) and its body, or `None`
 /// at the end-of-stream marker or the end of the file.
 fn next_message(
-    reader: &mut BufReader<File>,
+    reader: &mut impl Read,
     pos: &mut u64,
-    size: u64,
+    size: Option<u64>,
 ) -> Result<Option<(Vec<u8>, Buffer)>> {
     let Some(header) = next_message_header(reader, pos, size)? else {
         return Ok(None);
     };
-    let body = read_body(reader, header.body_len)?;
+    let body = match size {
+        Some(_) => read_body(reader, header.body_len)?,
+        None => {
+            let bytes = read_unvouched(reader, header.body_len, *pos, "body")?;
+            let mut body = MutableBuffer::with_capacity(bytes.len());
+            body.extend_from_slice(&bytes);
+            body.into()
+        }
+    };
     *pos += header.body_len;
     Ok(Some((header.meta, body)))
 }
@@ -312,23 +355,59 @@ struct MessageHeaderBytes {
 /// body (which is checked to fit in the file); `None` at the end-of-stream marker or the end
 /// of the file.
 fn next_message_header(
-    reader: &mut BufReader<File>,
+    reader: &mut impl Read,
     pos: &mut u64,
-    size: u64,
+    size: Option<u64>,
 ) -> Result<Option<MessageHeaderBytes>> {
     let start = *pos;
-    if start == size {
+    if size == Some(start) {
         return Ok(None);
     }
+    if size.is_none() {
+        // A pipe ends where the data does: a clean end before a new message is the end.
+        let mut first = [0u8; 1];
+        let n = loop {
+            match reader.read(&mut first) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut rest = [0u8; 3];
+        reader
+            .read_exact(&mut rest)
+            .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
+        *pos += 4;
+        let word = u32::from_le_bytes([first[0], rest[0], rest[1], rest[2]]);
+        return next_message_header_after(reader, pos, size, start, word);
+    }
     let mut word = [0u8; 4];
-    let mut read_word = |reader: &mut BufReader<File>, pos: &mut u64| -> Result<u32> {
+    reader
+        .read_exact(&mut word)
+        .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
+    *pos += 4;
+    next_message_header_after(reader, pos, size, start, u32::from_le_bytes(word))
+}
+
+/// The rest of a message header, once its first word (`first`) has been read.
+fn next_message_header_after(
+    reader: &mut impl Read,
+    pos: &mut u64,
+    size: Option<u64>,
+    start: u64,
+    first: u32,
+) -> Result<Option<MessageHeaderBytes>> {
+    let mut word = [0u8; 4];
+    let mut read_word = |reader: &mut dyn Read, pos: &mut u64| -> Result<u32> {
         reader
             .read_exact(&mut word)
             .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
         *pos += 4;
         Ok(u32::from_le_bytes(word))
     };
-    let mut len = read_word(reader, pos)?;
+    let mut len = first;
     if len == 0xFFFF_FFFF {
         len = read_word(reader, pos)?;
     }
@@ -336,19 +415,25 @@ fn next_message_header(
         return Ok(None);
     }
     let len = u64::from(len);
-    if len > size - *pos {
-        return Err(bad(format!(
-            "a message's metadata length {len} runs past the end of the stream"
-        ))
-        .at_offset(start));
-    }
-    let mut meta = vec![0u8; len as usize];
-    reader.read_exact(&mut meta)?;
+    let meta = match size {
+        Some(size) => {
+            if len > size - *pos {
+                return Err(bad(format!(
+                    "a message's metadata length {len} runs past the end of the stream"
+                ))
+                .at_offset(start));
+            }
+            let mut meta = vec![0u8; len as usize];
+            reader.read_exact(&mut meta)?;
+            meta
+        }
+        None => read_unvouched(reader, len, start, "metadata")?,
+    };
     *pos += len;
     let body_len = root_message(&meta, start)?.bodyLength();
     let body_len = u64::try_from(body_len)
         .ok()
-        .filter(|&l| l <= size - *pos)
+        .filter(|&l| size.is_none_or(|size| l <= size - *pos))
         .ok_or_else(|| {
             bad(format!(
                 "a message's body length {body_len} runs past the end of the stream"
@@ -755,6 +840,11 @@ fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
 
 /// Walks the messages of an Arrow IPC stream, skipping their bodies.
 pub fn describe_stream(path: &Path) -> Result<IpcInfo> {
+    if crate::is_stdin(path) {
+        return Err(Error::invalid_argument(
+            "inspect reads a file; standard input (-) can only be converted or shown with head",
+        ));
+    }
     describe_stream_inner(path).map_err(|e| e.with_file(path))
 }
 
@@ -775,7 +865,7 @@ fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
     let mut seen_schema = false;
     loop {
         let before = pos;
-        let Some(header) = next_message_header(&mut reader, &mut pos, size)? else {
+        let Some(header) = next_message_header(&mut reader, &mut pos, Some(size))? else {
             // The end-of-stream marker was read, or the file just ended.
             info.end_of_stream_marker = Some(pos > before);
             break;

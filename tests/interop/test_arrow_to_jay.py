@@ -218,6 +218,45 @@ def test_compressed_feather_to_jay(codec, tmp_path):
                          "time64", "arr32(int64)"])
 
 
+def stream_into_arrowsmith(tbl, *args, max_chunksize=None):
+    """Runs `arrowsmith ARGS...` with `tbl` written by pyarrow as an Arrow IPC stream into its
+    standard input, as a pipeline from pyarrow, Polars or DataFusion does."""
+    import subprocess
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, tbl.schema) as writer:
+        for batch in tbl.to_batches(max_chunksize=max_chunksize):
+            writer.write_batch(batch)
+    return subprocess.run([interop.binary(), *map(str, args)], input=sink.getvalue().to_pybytes(),
+                          capture_output=True, timeout=300)
+
+
+def test_arrow_stream_on_stdin_to_jay(tmp_path):
+    """`... | arrowsmith convert - x.jay`: an Arrow IPC stream piped in becomes a Jay file that
+    datatable reads as the table."""
+    tbl = random_table(5000, seed=23)
+    jay = tmp_path / "x.jay"
+    proc = stream_into_arrowsmith(tbl, "convert", "-", jay, max_chunksize=777)
+    assert proc.returncode == 0, proc.stderr.decode()
+    check_jay(jay, tbl, ["bool8", "int8", "int32", "int64", "int32", "float32", "float64", "str32", "date32",
+                         "time64", "arr32(int64)"])
+
+
+def test_truncated_stream_on_stdin_is_a_clean_error(tmp_path):
+    tbl = random_table(2000, seed=5)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, tbl.schema) as writer:
+        writer.write_table(tbl)
+    data = sink.getvalue().to_pybytes()
+    jay = tmp_path / "x.jay"
+    import subprocess
+    for cut in (3, len(data) // 2, len(data) - 9):
+        proc = subprocess.run([interop.binary(), "convert", "-", str(jay)], input=data[:cut],
+                              capture_output=True, text=False, timeout=300)
+        proc.stdout, proc.stderr = proc.stdout.decode(), proc.stderr.decode()
+        interop.assert_clean_error(proc, jay)
+        assert "<stdin>" in proc.stderr, proc.stderr
+
+
 def test_parquet_to_jay(tmp_path):
     tbl = random_table(4000, seed=17).drop_columns(["l"])
     src, jay = tmp_path / "x.parquet", tmp_path / "x.jay"
