@@ -217,59 +217,25 @@ pub fn open(
         return ecosystem::ipc::open_stdin_stream(options);
     }
     format.ensure_implemented().map_err(|e| e.with_file(path))?;
+    // Every format's ReaderBuilder has the same batch size / projection / limit setters.
+    macro_rules! scan {
+        ($builder:expr) => {{
+            let mut builder = $builder.with_batch_size(options.batch_size);
+            if let Some(p) = &options.projection {
+                builder = builder.with_projection(p.clone());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.with_limit(limit);
+            }
+            Ok(Box::new(builder.build(path)?))
+        }};
+    }
     match format {
-        Format::Jay => {
-            let mut builder = jay::ReaderBuilder::new().with_batch_size(options.batch_size);
-            if let Some(p) = &options.projection {
-                builder = builder.with_projection(p.clone());
-            }
-            if let Some(limit) = options.limit {
-                builder = builder.with_limit(limit);
-            }
-            Ok(Box::new(builder.build(path)?))
-        }
-        Format::DataSeries => {
-            let mut builder = dataseries::ReaderBuilder::new().with_batch_size(options.batch_size);
-            if let Some(p) = &options.projection {
-                builder = builder.with_projection(p.clone());
-            }
-            if let Some(limit) = options.limit {
-                builder = builder.with_limit(limit);
-            }
-            Ok(Box::new(builder.build(path)?))
-        }
-        Format::Bcolz => {
-            let mut builder = bcolz::ReaderBuilder::new().with_batch_size(options.batch_size);
-            if let Some(p) = &options.projection {
-                builder = builder.with_projection(p.clone());
-            }
-            if let Some(limit) = options.limit {
-                builder = builder.with_limit(limit);
-            }
-            Ok(Box::new(builder.build(path)?))
-        }
-        Format::Vs => {
-            let mut builder = vs::ReaderBuilder::new()
-                .with_batch_size(options.batch_size)
-                .with_options(options.vs);
-            if let Some(p) = &options.projection {
-                builder = builder.with_projection(p.clone());
-            }
-            if let Some(limit) = options.limit {
-                builder = builder.with_limit(limit);
-            }
-            Ok(Box::new(builder.build(path)?))
-        }
-        Format::Filo => {
-            let mut builder = filo::ReaderBuilder::new().with_batch_size(options.batch_size);
-            if let Some(p) = &options.projection {
-                builder = builder.with_projection(p.clone());
-            }
-            if let Some(limit) = options.limit {
-                builder = builder.with_limit(limit);
-            }
-            Ok(Box::new(builder.build(path)?))
-        }
+        Format::Jay => scan!(jay::ReaderBuilder::new()),
+        Format::DataSeries => scan!(dataseries::ReaderBuilder::new()),
+        Format::Bcolz => scan!(bcolz::ReaderBuilder::new()),
+        Format::Vs => scan!(vs::ReaderBuilder::new().with_options(options.vs)),
+        Format::Filo => scan!(filo::ReaderBuilder::new()),
         Format::FiloVector => {
             let filo_type = options.filo_type.ok_or_else(|| {
                 Error::invalid_argument(
