@@ -11,6 +11,30 @@ use tempfile::NamedTempFile;
 
 use crate::error::{Error, Result};
 
+/// The directory a target lives in: its temporary sibling goes there, since a rename is atomic
+/// only within one file system.
+pub(crate) fn parent_dir(target: &Path) -> &Path {
+    match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A hidden temporary beside `target`, named `.TARGET.XXXXXX.tmp` so that it says what it is for.
+fn temp_sibling<T>(
+    target: &Path,
+    make: impl FnOnce(&tempfile::Builder, &Path) -> io::Result<T>,
+) -> Result<T> {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    make(&builder, parent_dir(target)).map_err(|e| Error::from(e).with_file(target))
+}
+
 pub struct AtomicFile {
     writer: BufWriter<NamedTempFile>,
     target: PathBuf,
@@ -20,19 +44,7 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Starts a temporary file in the target's directory (a rename is atomic only there).
     pub fn create(target: &Path) -> Result<AtomicFile> {
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|e| Error::from(e).with_file(target))?;
+        let temp = temp_sibling(target, |b, dir| b.tempfile_in(dir))?;
         Ok(AtomicFile {
             writer: BufWriter::with_capacity(1 << 20, temp),
             target: target.to_path_buf(),
@@ -81,10 +93,7 @@ impl AtomicFile {
 /// entry it changed is, so without this a crash could bring back the old target (or none).
 /// Directories cannot be opened for fsync on Windows; there the rename is left to the OS.
 pub(crate) fn sync_parent(path: &Path) -> Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let parent = parent_dir(path);
     #[cfg(unix)]
     File::open(parent)
         .and_then(|dir| dir.sync_all())
@@ -117,19 +126,7 @@ pub struct AtomicDir {
 
 impl AtomicDir {
     pub fn create(target: &Path) -> Result<AtomicDir> {
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempdir_in(dir)
-            .map_err(|e| Error::from(e).with_file(target))?;
+        let temp = temp_sibling(target, |b, dir| b.tempdir_in(dir))?;
         Ok(AtomicDir {
             temp: Some(temp),
             target: target.to_path_buf(),

@@ -206,10 +206,7 @@ impl Writer {
         let path = path.as_ref();
         let spill_dir = match &options.spill_dir {
             Some(dir) => dir.clone(),
-            None => match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            },
+            None => crate::atomic::parent_dir(path).to_path_buf(),
         };
         let (mappings, warnings) = check_schema(&schema).map_err(|e| e.with_file(path))?;
         let mut file = AtomicFile::create(path)?;
