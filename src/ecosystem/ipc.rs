@@ -321,6 +321,22 @@ fn read_unvouched(reader: &mut impl Read, len: u64, pos: u64, what: &str) -> Res
     Ok(bytes)
 }
 
+/// A little-endian word, or `None` when the input ends before its first byte.
+fn read_word_or_end(reader: &mut impl Read) -> io::Result<Option<u32>> {
+    let mut word = [0u8; 4];
+    let mut filled = 0;
+    while filled < word.len() {
+        match reader.read(&mut word[filled..]) {
+            Ok(0) if filled == 0 => return Ok(None),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(u32::from_le_bytes(word)))
+}
+
 /// The next message of a stream at `pos`: its flatbuffer (with padding) and its body, or `None`
 /// at the end-of-stream marker or the end of the file.
 fn next_message(
@@ -333,12 +349,7 @@ fn next_message(
     };
     let body = match size {
         Some(_) => read_body(reader, header.body_len)?,
-        None => {
-            let bytes = read_unvouched(reader, header.body_len, *pos, "body")?;
-            let mut body = MutableBuffer::with_capacity(bytes.len());
-            body.extend_from_slice(&bytes);
-            body.into()
-        }
+        None => Buffer::from_vec(read_unvouched(reader, header.body_len, *pos, "body")?),
     };
     *pos += header.body_len;
     Ok(Some((header.meta, body)))
@@ -363,53 +374,21 @@ fn next_message_header(
     if size == Some(start) {
         return Ok(None);
     }
-    if size.is_none() {
-        // A pipe ends where the data does: a clean end before a new message is the end.
-        let mut first = [0u8; 1];
-        let n = loop {
-            match reader.read(&mut first) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other?,
-            }
-        };
-        if n == 0 {
-            return Ok(None);
-        }
-        let mut rest = [0u8; 3];
-        reader
-            .read_exact(&mut rest)
-            .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
-        *pos += 4;
-        let word = u32::from_le_bytes([first[0], rest[0], rest[1], rest[2]]);
-        return next_message_header_after(reader, pos, size, start, word);
-    }
-    let mut word = [0u8; 4];
-    reader
-        .read_exact(&mut word)
-        .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
-    *pos += 4;
-    next_message_header_after(reader, pos, size, start, u32::from_le_bytes(word))
-}
-
-/// The rest of a message header, once its first word (`first`) has been read.
-fn next_message_header_after(
-    reader: &mut impl Read,
-    pos: &mut u64,
-    size: Option<u64>,
-    start: u64,
-    first: u32,
-) -> Result<Option<MessageHeaderBytes>> {
-    let mut word = [0u8; 4];
-    let mut read_word = |reader: &mut dyn Read, pos: &mut u64| -> Result<u32> {
-        reader
-            .read_exact(&mut word)
-            .map_err(|_| bad("the stream is cut short inside a message header").at_offset(*pos))?;
-        *pos += 4;
-        Ok(u32::from_le_bytes(word))
+    let cut_short = |at: u64| bad("the stream is cut short inside a message header").at_offset(at);
+    // A pipe ends where its data does: a clean end before a message is the end of the stream.
+    // A file must reach its known size.
+    let mut len = match read_word_or_end(reader).map_err(|_| cut_short(start))? {
+        Some(word) => word,
+        None if size.is_none() => return Ok(None),
+        None => return Err(cut_short(start)),
     };
-    let mut len = first;
+    *pos += 4;
     if len == 0xFFFF_FFFF {
-        len = read_word(reader, pos)?;
+        len = read_word_or_end(reader)
+            .ok()
+            .flatten()
+            .ok_or_else(|| cut_short(*pos))?;
+        *pos += 4;
     }
     if len == 0 {
         return Ok(None);
