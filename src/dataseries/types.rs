@@ -75,6 +75,24 @@ pub struct Field {
 }
 
 impl Field {
+    /// A bool field with no packing and no place yet; the parser fills in the rest (the hidden
+    /// null bool of a nullable field stays as it is).
+    fn bool(name: String, hidden: bool) -> Field {
+        Field {
+            name,
+            kind: Kind::Bool,
+            hidden,
+            null_field: None,
+            offset: 0,
+            mask: 0,
+            pack_unique: false,
+            pack_scale: None,
+            relative: None,
+            doublebase: None,
+            attrs: Vec::new(),
+        }
+    }
+
     pub fn attr(&self, key: &str) -> Option<&str> {
         self.attrs
             .iter()
@@ -217,19 +235,7 @@ impl ExtentType {
                 };
                 return Err(format!("sub-element should be field, not {what}"));
             }
-            let mut f = Field {
-                name: String::new(),
-                kind: Kind::Bool,
-                hidden: false,
-                null_field: None,
-                offset: 0,
-                mask: 0,
-                pack_unique: false,
-                pack_scale: None,
-                relative: None,
-                doublebase: None,
-                attrs: Vec::new(),
-            };
+            let mut f = Field::bool(String::new(), false);
             let mut fname = None;
             let mut ftype = None;
             let mut size = None;
@@ -346,19 +352,7 @@ impl ExtentType {
             if nullable {
                 let hidden_idx = fields.len();
                 fields[idx].null_field = Some(hidden_idx);
-                fields.push(Field {
-                    name: format!(" {fname}"),
-                    kind: Kind::Bool,
-                    hidden: true,
-                    null_field: None,
-                    offset: 0,
-                    mask: 0,
-                    pack_unique: false,
-                    pack_scale: None,
-                    relative: None,
-                    doublebase: None,
-                    attrs: Vec::new(),
-                });
+                fields.push(Field::bool(format!(" {fname}"), true));
             }
         }
         for (idx, base) in rel_names {
