@@ -421,7 +421,10 @@ fn writer_errors_are_clear_and_leave_nothing() {
     .unwrap();
     let mut f = tensor_field(DataType::Float32, &[2, 3], false);
     let mut md = f.metadata().clone();
-    md.insert("ARROW:extension:metadata", r#"{"shape":[4,2]}"#);
+    md.insert(
+        "ARROW:extension:metadata".to_string(),
+        r#"{"shape":[4,2]}"#.to_string(),
+    );
     f = f.with_metadata(md.clone());
     check(
         one_column(f.clone(), Arc::new(list.clone())),
@@ -429,8 +432,8 @@ fn writer_errors_are_clear_and_leave_nothing() {
         ErrorClass::InvalidArgument,
     );
     md.insert(
-        "ARROW:extension:metadata",
-        r#"{"shape":[2,3],"dim_names":null,"permutation":[1,0]}"#,
+        "ARROW:extension:metadata".to_string(),
+        r#"{"shape":[2,3],"dim_names":null,"permutation":[1,0]}"#.to_string(),
     );
     check(
         one_column(f.clone().with_metadata(md.clone()), Arc::new(list.clone())),
@@ -439,8 +442,8 @@ fn writer_errors_are_clear_and_leave_nothing() {
     );
     // pyarrow's and arrow-rs's spellings of a trivial tensor are accepted.
     md.insert(
-        "ARROW:extension:metadata",
-        r#"{"shape":[2,3],"dim_names":null,"permutations":null}"#,
+        "ARROW:extension:metadata".to_string(),
+        r#"{"shape":[2,3],"dim_names":null,"permutations":null}"#.to_string(),
     );
     write(
         &tempfile::tempdir().unwrap().path().join("ok.vs"),

@@ -12,7 +12,7 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::ipc::convert::try_fb_to_schema;
+use arrow::ipc::convert::fb_to_schema;
 use arrow::ipc::reader::{read_dictionary, read_record_batch};
 use arrow::ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
 use arrow::ipc::{CompressionType, MessageHeader};
@@ -119,7 +119,7 @@ impl IpcReader {
                 "the file is big-endian; only little-endian Arrow IPC files are read",
             ));
         }
-        let schema = Arc::new(try_fb_to_schema(fb_schema)?);
+        let schema = Arc::new(schema_from_fb(fb_schema).map_err(|e| e.at_offset(footer_start))?);
         let dictionaries = blocks(footer.dictionaries(), footer_start)?;
         let batches = blocks(footer.recordBatches(), footer_start)?;
         let mut reader = IpcReader {
@@ -163,7 +163,7 @@ impl IpcReader {
                 "the stream is big-endian; only little-endian Arrow IPC streams are read",
             ));
         }
-        let schema = Arc::new(try_fb_to_schema(schema)?);
+        let schema = Arc::new(schema_from_fb(schema).map_err(|e| e.at_offset(0))?);
         Ok(IpcReader {
             source: Source::Stream {
                 reader,
@@ -889,4 +889,37 @@ fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
         return Err(bad("the stream is empty: it has no schema message"));
     }
     Ok(info)
+}
+
+/// arrow 59's `fb_to_schema` panics on a schema it cannot convert (a missing field list, an
+/// unknown bit width, …) where arrow 60 has `try_fb_to_schema`; a file's bytes must never
+/// panic us, so the panic is caught here and becomes a data error. The panic hook stays quiet
+/// for it: the message goes into the error instead of onto stderr.
+fn schema_from_fb(fb: arrow::ipc::Schema<'_>) -> Result<arrow_schema::Schema> {
+    use std::cell::Cell;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::Once;
+
+    thread_local!(static QUIET: Cell<bool> = const { Cell::new(false) });
+    static QUIET_HOOK: Once = Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                previous(info)
+            }
+        }));
+    });
+
+    QUIET.with(|q| q.set(true));
+    let converted = catch_unwind(AssertUnwindSafe(|| fb_to_schema(fb)));
+    QUIET.with(|q| q.set(false));
+    converted.map_err(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("unreadable field description");
+        bad(format!("the schema message is malformed: {why}"))
+    })
 }

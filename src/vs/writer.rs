@@ -418,7 +418,8 @@ impl<'p> Prepared<'p> {
             return Err(at(arg("null vector: a VS point always has a vector")
                 .with_column(v.index, Some(&self.plan.names[v.index]))));
         }
-        let start = self.list.value_offset_at(row);
+        // A sliced FixedSizeListArray slices its values too, so offsets start at zero.
+        let start = row * self.list.value_length() as usize;
         let values = self.list.values();
         if let Some(nulls) = values.logical_nulls() {
             if let Some(e) = (0..v.n).find(|&e| nulls.is_null(start + e)) {

@@ -249,7 +249,7 @@ fn field_json(field: &Field) -> Value {
     value
 }
 
-fn metadata_json(metadata: &arrow_schema::Metadata) -> Value {
+fn metadata_json(metadata: &std::collections::HashMap<String, String>) -> Value {
     Value::Object(
         metadata
             .iter()
