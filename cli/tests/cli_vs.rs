@@ -7,6 +7,7 @@ use serde_json::Value;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
         .join("data/vs")
         .join(name)
 }

@@ -16,6 +16,7 @@ fn arrowsmith(args: &[&str]) -> Output {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
         .join("data/dataseries")
         .join(name)
 }

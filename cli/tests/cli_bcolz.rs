@@ -19,6 +19,7 @@ fn arrowsmith(args: &[&str]) -> Output {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
         .join("data/bcolz/datasets")
         .join(name)
 }

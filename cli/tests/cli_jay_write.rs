@@ -133,7 +133,9 @@ fn jay_round_trips_through_parquet() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/jay/all_types.jay");
+    let original = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("data/jay/all_types.jay");
     let parquet = dir.path().join("all_types.parquet");
     let again = dir.path().join("again.jay");
     for (from, to) in [(original.as_path(), &parquet), (&parquet, &again)] {

@@ -18,7 +18,9 @@ fn arrowsmith(args: &[&str]) -> Output {
 }
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/filo")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("data/filo")
 }
 
 fn p(path: &Path) -> &str {

@@ -1,4 +1,4 @@
-//! The command line: argument parsing, the subcommands, and how failures become exit codes.
+//! The `arrowsmith` command line, a thin layer over the `arrowsmith` library: argument parsing, the subcommands, and how failures become exit codes.
 //!
 //! Exit codes: 0 success; 1 bad data or I/O (one `error:` line on stderr naming the file);
 //! 2 usage (clap's errors and [`ErrorClass::InvalidArgument`](arrowsmith::ErrorClass)).
@@ -317,7 +317,7 @@ pub(crate) fn projection(columns: &Option<Vec<String>>) -> Option<arrowsmith::Pr
 
 static PANIC_MESSAGE: Mutex<Option<String>> = Mutex::new(None);
 
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -1,7 +1,0 @@
-//! The `arrowsmith` command line: a thin layer over the library (see `src/cli/`).
-
-mod cli;
-
-fn main() -> std::process::ExitCode {
-    cli::main()
-}
