@@ -479,7 +479,7 @@ mod tests {
     use arrow_array::builder::{ListBuilder, StringDictionaryBuilder};
     use arrow_array::types::Int32Type;
     use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
+    use arrow_schema::{Field, Schema};
 
     /// Flat, nested, dictionary and nullable columns, so that fields of several leaves and
     /// repetition levels go through the per-column encoders.
