@@ -449,7 +449,15 @@ impl WriteSpec {
             )));
         }
         if let Some(spec) = &compression {
-            check_compression(format, spec).py_err()?;
+            check_compression(format, spec)
+                .map_err(|e| match e.message().contains("compression") {
+                    true => e,
+                    false => Error::invalid_argument(format!(
+                        "compression={spec:?}: {}",
+                        e.message()
+                    )),
+                })
+                .py_err()?;
         }
         let mut kw = Keywords::new(options, WRITE_OPTIONS, "output", format)?;
         let mut options = WriteOptions {
