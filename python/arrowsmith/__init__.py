@@ -26,6 +26,7 @@ from arrowsmith._arrowsmith import (
     DataError,
     Dataset,
     ExistsError,
+    Fragment,
     NotFoundError,
     Reader,
     RecordBatch,
@@ -49,6 +50,7 @@ __all__ = [
     "DataError",
     "Dataset",
     "ExistsError",
+    "Fragment",
     "NotFoundError",
     "Reader",
     "RecordBatch",
@@ -59,8 +61,10 @@ __all__ = [
     "__version__",
     "dataset",
     "formats",
+    "fragments",
     "inspect",
     "open",
+    "open_fragment",
     "read",
     "scan",
     "write",
@@ -224,6 +228,35 @@ def inspect(
     ``batches``, ``error``) instead of raising.
     """
     return _json.loads(_native.inspect_json(source, format=format, verify=verify, **options))
+
+
+def fragments(
+    source: Source,
+    *,
+    format: str | None = None,
+    target_rows: int | None = None,
+    **options: Any,
+) -> list[Fragment]:
+    """Splits a source into pieces of about ``target_rows`` rows (default 1,048,576) along its
+    format's seams (Jay rows, bcolz chunks, DataSeries extents, VS blocks, Filo chunks, Parquet
+    row groups, Arrow IPC batches), from its structure alone.
+
+    Each :class:`Fragment` is read independently with :func:`open_fragment`, in any thread or
+    process: it pickles. The rows of all fragments, in order, are the rows of the source.
+    ``**options`` are the read options of :func:`open`.
+    """
+    return _native.fragments(source, format=format, target_rows=target_rows, **options)
+
+
+def open_fragment(
+    fragment: Fragment,
+    *,
+    columns: Columns = None,
+    limit: int | None = None,
+    batch_size: int | None = None,
+) -> Reader:
+    """Opens one fragment for one pass; ``limit`` counts the fragment's rows."""
+    return _native.open_fragment(fragment, columns=columns, limit=limit, batch_size=batch_size)
 
 
 def _import(module: str, purpose: str) -> Any:

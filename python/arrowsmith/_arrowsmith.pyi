@@ -125,10 +125,46 @@ class Dataset:
         """The first ``n`` rows as a ``pyarrow.Table`` (needs pyarrow)."""
     def count_rows(self) -> int:
         """The rows, from the metadata where the format records it, else by reading."""
+    def fragments(self, *, target_rows: int | None = None) -> list[Fragment]:
+        """The dataset's source in pieces (see :func:`arrowsmith.fragments`)."""
     def _known_rows(self) -> int | None: ...
     def __arrow_c_schema__(self) -> object: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """A fresh reader over the dataset as an Arrow C stream."""
+
+class Fragment:
+    """One independently readable piece of a source (see :func:`arrowsmith.fragments`).
+
+    It pickles (as its JSON) for Ray, Dask and Spark, and compares equal to a copy of itself.
+    """
+
+    def __init__(self, json: str) -> None:
+        """A fragment from the JSON of :meth:`to_json` or of ``arrowsmith fragments``."""
+    @property
+    def index(self) -> int:
+        """Its position in the listing: 0, 1, …"""
+    @property
+    def source(self) -> str:
+        """The source it belongs to."""
+    @property
+    def format(self) -> str:
+        """The source's format name."""
+    @property
+    def range(self) -> tuple[str, int | None, int | None]:
+        """``(unit, start, end)`` in the format's unit: "rows", "bytes", "chunks",
+        "row_groups", "batches", or ("whole", None, None)."""
+    @property
+    def rows(self) -> int:
+        """Rows in the fragment (an estimate when ``rows_exact`` is False)."""
+    @property
+    def rows_exact(self) -> bool: ...
+    @property
+    def bytes(self) -> int:
+        """Bytes of the source it covers, as stored."""
+    def to_json(self) -> str:
+        """The fragment as one line of JSON."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
 
 class WriteSummary:
     """What :func:`arrowsmith.write` did."""
@@ -206,6 +242,20 @@ def write(
         progress: called with the rows of each batch after it was written.
         expected_rows: the input's row count if known (bcolz sizes its chunks by it).
     """
+
+def fragments(
+    source: _Source, *, format: str | None = None, target_rows: int | None = None, **options: Any
+) -> list[Fragment]:
+    """See ``arrowsmith.fragments``."""
+
+def open_fragment(
+    fragment: Fragment,
+    *,
+    columns: _Columns = None,
+    limit: int | None = None,
+    batch_size: int | None = None,
+) -> Reader:
+    """See ``arrowsmith.open_fragment``."""
 
 def inspect_json(
     source: _Source, *, format: str | None = None, verify: bool = False, **options: Any

@@ -82,7 +82,7 @@ impl PyDataset {
     /// The source's format name (as `formats()` lists it).
     #[getter]
     fn format(&self) -> &'static str {
-        self.spec.format.name()
+        self.spec.format().name()
     }
 
     /// A new one-pass Reader; `columns`, `limit` and `batch_size` narrow this dataset's own
@@ -97,8 +97,8 @@ impl PyDataset {
     ) -> PyResult<PyReader> {
         let mut spec = self.spec.clone();
         spec.set_scan(columns, limit, batch_size)?;
-        if let (Some(own), Some(asked)) = (self.spec.limit, spec.limit) {
-            spec.limit = Some(own.min(asked));
+        if let (Some(own), Some(asked)) = (self.spec.limit(), spec.limit()) {
+            spec.options.scan.limit = Some(own.min(asked));
         }
         open_spec(py, &spec)
     }
@@ -134,16 +134,31 @@ impl PyDataset {
                 return Ok(rows);
             }
         };
-        Ok(match self.spec.limit {
+        Ok(match self.spec.limit() {
             Some(limit) => rows.min(limit as u64),
             None => rows,
         })
     }
 
+    /// The dataset's fragments: pieces of about `target_rows` rows that `open_fragment` reads
+    /// independently (the dataset's columns and limit do not apply to them).
+    #[pyo3(signature = (*, target_rows = None))]
+    fn fragments(
+        &self,
+        py: Python<'_>,
+        target_rows: Option<i64>,
+    ) -> PyResult<Vec<crate::fragment::PyFragment>> {
+        crate::fragment::list(py, &self.spec, target_rows)
+    }
+
     /// The row count from the metadata alone (after `limit`), or None; for progress bars.
     fn _known_rows(&self, py: Python<'_>) -> Option<u64> {
         let rows = py.detach(|| crate::inspect::known_rows(&self.spec))?;
-        Some(self.spec.limit.map_or(rows, |limit| rows.min(limit as u64)))
+        Some(
+            self.spec
+                .limit()
+                .map_or(rows, |limit| rows.min(limit as u64)),
+        )
     }
 
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
@@ -166,7 +181,7 @@ impl PyDataset {
         format!(
             "arrowsmith.Dataset({:?}, format={:?}, columns={:?})",
             self.spec.path.display().to_string(),
-            self.spec.format.name(),
+            self.spec.format().name(),
             self.schema
                 .fields()
                 .iter()

@@ -12,36 +12,16 @@ use serde_json::{json, Map, Value};
 use crate::errors::IntoPyResult;
 use crate::options::ReadSpec;
 
-/// The row count if the source's metadata holds it, without decoding the data.
+/// The row count if the source's structure holds it, without decoding the data: the sum of
+/// its fragments' rows when each is exact (every format but CSV, NDJSON and IPC streams).
 pub fn known_rows(spec: &ReadSpec) -> Option<u64> {
-    let path = spec.path.as_path();
-    match spec.format {
-        Format::Jay => arrowsmith::jay::JayFile::open(path)
-            .ok()
-            .map(|f| f.info().nrows),
-        Format::Filo => arrowsmith::filo::SetInfo::open(path).ok().map(|i| i.rows()),
-        Format::Vs => {
-            let mut options = arrowsmith::vs::VsReadOptions::default();
-            options.parse.eof = arrowsmith::vs::EofMode::Lenient;
-            arrowsmith::vs::VsFile::open(path, options)
-                .and_then(|f| f.describe(0))
-                .ok()
-                .map(|d| d.live_points)
-        }
-        Format::Bcolz => arrowsmith::bcolz::open_info(path).ok().map(|i| i.nrows),
-        Format::DataSeries => {
-            let file = arrowsmith::dataseries::DsFile::open(path, Default::default()).ok()?;
-            let chosen = arrowsmith::dataseries::choose_type(&file, spec.dataseries_type()).ok()?;
-            Some(file.rows_of(&chosen.name))
-        }
-        Format::Parquet => arrowsmith::ecosystem::parquet::describe(path)
-            .ok()
-            .and_then(|i| u64::try_from(i.num_rows).ok()),
-        Format::Arrow => arrowsmith::ecosystem::ipc::describe_file(path)
-            .ok()
-            .map(|i| i.num_rows),
-        _ => None,
-    }
+    // One fragment per natural unit at most: the listing only reads headers.
+    const WHOLE: usize = 1 << 40;
+    let fragments = arrowsmith::fragments(&spec.path, &spec.options, WHOLE).ok()?;
+    fragments
+        .iter()
+        .all(|f| f.rows_exact)
+        .then(|| fragments.iter().map(|f| f.rows).sum())
 }
 
 /// Every row read: how many, in how many batches, and the error that stopped it, if one did.
@@ -95,7 +75,7 @@ pub fn inspect_json(
 
 fn report(spec: &mut ReadSpec, verify: bool) -> arrowsmith::Result<Value> {
     let mut notes = Vec::new();
-    if spec.format == Format::DataSeries && spec.dataseries_type().is_none() {
+    if spec.format() == Format::DataSeries && spec.dataseries_type().is_none() {
         // A file of several extent types: report the first one, as the command line does.
         let file = arrowsmith::dataseries::DsFile::open(&spec.path, Default::default())
             .map_err(|e| e.with_file(&spec.path))?;
@@ -111,7 +91,7 @@ fn report(spec: &mut ReadSpec, verify: bool) -> arrowsmith::Result<Value> {
     }
     let schema = {
         let mut first = spec.clone();
-        first.limit = Some(0);
+        first.options.scan.limit = Some(0);
         first.open()?.schema()
     };
     let mut rows = known_rows(spec);
@@ -148,8 +128,8 @@ fn report(spec: &mut ReadSpec, verify: bool) -> arrowsmith::Result<Value> {
     }
     let mut report = Map::new();
     report.insert("file".into(), json!(spec.path.display().to_string()));
-    report.insert("format".into(), json!(spec.format.name()));
-    report.insert("description".into(), json!(spec.format.description()));
+    report.insert("format".into(), json!(spec.format().name()));
+    report.insert("description".into(), json!(spec.format().description()));
     report.insert("rows".into(), json!(rows));
     report.insert("columns".into(), json!(schema.fields().len()));
     report.insert("schema".into(), schema_json(&schema));

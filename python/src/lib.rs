@@ -1,6 +1,6 @@
 //! The native module `arrowsmith._arrowsmith`, under the pure-Python API of
 //! `python/arrowsmith/__init__.py`: the classes (`Reader`, `RecordBatch`, `Schema`, `Dataset`,
-//! `WriteSummary`), the functions the API wraps, and the exception types.
+//! `WriteSummary`, `Fragment`), the functions the API wraps, and the exception types.
 //!
 //! Everything is a thin layer over the `arrowsmith` crate: decoding and encoding happen there,
 //! with the GIL released; Arrow data crosses into Python through the Arrow PyCapsule interface,
@@ -8,6 +8,7 @@
 
 mod dataset;
 mod errors;
+mod fragment;
 mod inspect;
 mod options;
 mod reader;
@@ -23,8 +24,11 @@ fn _arrowsmith(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::PySchema>()?;
     m.add_class::<dataset::PyDataset>()?;
     m.add_class::<write::PyWriteSummary>()?;
+    m.add_class::<fragment::PyFragment>()?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment::fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment::open_fragment, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::formats, m)?)?;
     errors::register(m)?;

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatchReader;
 use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
+use arrowsmith::dataseries::{DsWriteOptions, Utf8Fields};
 use arrowsmith::filo::{FiloType, Hint};
-use arrowsmith::vs::{AppDataMode, EofMode, VarintOrder, VsReadOptions, VsWriteOptions};
+use arrowsmith::vs::{AppDataMode, EofMode, VarintOrder, VsWriteOptions};
 use arrowsmith::{
-    BatchWriter, CollisionPolicy, Error, Format, Projection, ReadOptions, WriteOptions,
-    DEFAULT_BATCH_SIZE,
+    BatchWriter, CollisionPolicy, Error, Format, FormatOptions, Fragment, Projection, ReadOptions,
+    ScanOptions, WriteOptions,
 };
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -51,35 +52,18 @@ const WRITE_OPTIONS: &[(&str, &[Format])] = &[
     ("extent_size", &[Format::DataSeries]),
     ("xml", &[Format::DataSeries]),
     ("type_name", &[Format::DataSeries]),
+    ("type", &[Format::DataSeries]),
 ];
-
-/// Which DataSeries variable32 fields are read as Utf8.
-#[derive(Debug, Clone, PartialEq)]
-enum Utf8 {
-    All,
-    Fields(Vec<String>),
-}
-
-/// DataSeries input options (the command line's `--type`, `--utf8`, `--no-checks`).
-#[derive(Debug, Clone, Default, PartialEq)]
-struct DsRead {
-    extent_type: Option<String>,
-    utf8: Option<Utf8>,
-    no_checks: bool,
-}
 
 /// Everything a read needs: the source, its format, the scan (columns, limit, batch size) and
 /// the format's options. A `Dataset` keeps one and opens a fresh reader from it each time.
 #[derive(Debug, Clone)]
 pub struct ReadSpec {
     pub path: PathBuf,
-    pub format: Format,
-    pub projection: Option<Projection>,
-    pub limit: Option<usize>,
-    pub batch_size: usize,
-    filo_type: Option<FiloType>,
-    vs: VsReadOptions,
-    ds: DsRead,
+    /// `format` is always set: resolved when the spec is made.
+    pub options: ReadOptions,
+    /// The piece of the source to read, when only one is.
+    fragment: Option<Fragment>,
 }
 
 impl ReadSpec {
@@ -93,34 +77,34 @@ impl ReadSpec {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<ReadSpec> {
         let format = input_format(&path, format)?;
-        let mut spec = ReadSpec {
-            path,
-            format,
-            projection: None,
-            limit: None,
-            batch_size: DEFAULT_BATCH_SIZE,
-            filo_type: None,
-            vs: VsReadOptions::default(),
-            ds: DsRead::default(),
-        };
-        spec.set_scan(columns, limit, batch_size)?;
         let mut kw = Keywords::new(options, READ_OPTIONS, "input", format)?;
-        spec.ds.extent_type = kw.take("type")?;
-        spec.ds.utf8 = match kw.take::<Bound<'_, PyAny>>("utf8")? {
-            None => None,
-            Some(value) => utf8_fields(&value)?,
-        };
-        spec.ds.no_checks = kw.flag("no_checks")?;
-        spec.filo_type = kw.parsed("filo_type", |s| s.parse::<FiloType>())?;
+        let mut formats = FormatOptions::default();
+        let ds = &mut formats.dataseries;
+        ds.type_name = kw.take("type")?;
+        if let Some(value) = kw.take::<Bound<'_, PyAny>>("utf8")? {
+            ds.utf8 = utf8_fields(&value)?;
+        }
+        ds.no_checks = kw.flag("no_checks")?;
+        formats.filo_type = kw.parsed("filo_type", |s| s.parse::<FiloType>())?;
         if kw.flag("lenient_eof")? {
-            spec.vs.parse.eof = EofMode::Lenient;
+            formats.vs.parse.eof = EofMode::Lenient;
         }
         if let Some(order) = kw.parsed("varint", parse_varint)? {
-            spec.vs.parse.varint = order;
+            formats.vs.parse.varint = order;
         }
         if let Some(mode) = kw.parsed("app_data", parse_app_data)? {
-            spec.vs.app_data = mode;
+            formats.vs.app_data = mode;
         }
+        let mut spec = ReadSpec {
+            path,
+            options: ReadOptions {
+                format: Some(format),
+                scan: ScanOptions::default(),
+                format_options: formats,
+            },
+            fragment: None,
+        };
+        spec.set_scan(columns, limit, batch_size)?;
         Ok(spec)
     }
 
@@ -131,70 +115,61 @@ impl ReadSpec {
         limit: Option<i64>,
         batch_size: Option<i64>,
     ) -> PyResult<()> {
+        let scan = &mut self.options.scan;
         if let Some(columns) = columns {
             if !columns.is_none() {
-                self.projection = Some(projection(columns)?);
+                scan.projection = Some(projection(columns)?);
             }
         }
         if let Some(limit) = limit {
-            self.limit = Some(non_negative("limit", limit)?);
+            scan.limit = Some(non_negative("limit", limit)?);
         }
         if let Some(size) = batch_size {
             let size = non_negative("batch_size", size)?;
             if size == 0 {
                 return Err(errors::argument("batch_size must be at least 1"));
             }
-            self.batch_size = size;
+            scan.batch_size = Some(size);
         }
         Ok(())
     }
 
-    /// The core's options for this read.
-    fn read_options(&self) -> ReadOptions {
-        ReadOptions {
-            format: Some(self.format),
-            batch_size: self.batch_size,
-            projection: self.projection.clone(),
-            limit: self.limit,
-            filo_type: self.filo_type,
-            vs: self.vs,
+    pub fn format(&self) -> Format {
+        self.options.format.unwrap_or(Format::Arrow)
+    }
+
+    pub fn limit(&self) -> Option<usize> {
+        self.options.scan.limit
+    }
+
+    /// Reads one fragment, with its own format and format options.
+    pub fn for_fragment(fragment: &Fragment) -> ReadSpec {
+        ReadSpec {
+            path: fragment.path.clone(),
+            options: ReadOptions {
+                format: Some(fragment.format),
+                scan: ScanOptions::default(),
+                format_options: fragment.options.clone(),
+            },
+            fragment: Some(fragment.clone()),
         }
     }
 
-    /// A fresh reader. DataSeries' options are not in `ReadOptions` yet, so its builder is
-    /// driven here as the command line drives it.
+    /// A fresh reader.
     pub fn open(&self) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-        let options = self.read_options();
-        if self.format != Format::DataSeries {
-            return arrowsmith::open(&self.path, &options);
+        match &self.fragment {
+            Some(fragment) => arrowsmith::open_fragment(fragment, &self.options),
+            None => arrowsmith::open(&self.path, &self.options),
         }
-        let mut builder = arrowsmith::dataseries::ReaderBuilder::new()
-            .with_batch_size(self.batch_size)
-            .with_checks(!self.ds.no_checks);
-        if let Some(p) = &self.projection {
-            builder = builder.with_projection(p.clone());
-        }
-        if let Some(limit) = self.limit {
-            builder = builder.with_limit(limit);
-        }
-        if let Some(t) = &self.ds.extent_type {
-            builder = builder.with_type(t.clone());
-        }
-        builder = match &self.ds.utf8 {
-            Some(Utf8::All) => builder.with_utf8_all(),
-            Some(Utf8::Fields(names)) => builder.with_utf8(names.iter().cloned()),
-            None => builder,
-        };
-        Ok(Box::new(builder.build(&self.path)?))
     }
 
     /// The extent type a DataSeries read was asked for (`type=`).
     pub fn dataseries_type(&self) -> Option<&str> {
-        self.ds.extent_type.as_deref()
+        self.options.format_options.dataseries.type_name.as_deref()
     }
 
     pub fn set_dataseries_type(&mut self, name: String) {
-        self.ds.extent_type = Some(name);
+        self.options.format_options.dataseries.type_name = Some(name);
     }
 }
 
@@ -239,13 +214,17 @@ fn projection(columns: &Bound<'_, PyAny>) -> PyResult<Projection> {
 }
 
 /// `utf8=True` reads every variable32 field as Utf8, `utf8=["a", "b"]` the named ones.
-fn utf8_fields(value: &Bound<'_, PyAny>) -> PyResult<Option<Utf8>> {
+fn utf8_fields(value: &Bound<'_, PyAny>) -> PyResult<Utf8Fields> {
     if let Ok(all) = value.extract::<bool>() {
-        return Ok(all.then_some(Utf8::All));
+        return Ok(if all {
+            Utf8Fields::All
+        } else {
+            Utf8Fields::Hinted
+        });
     }
     if !value.is_instance_of::<PyString>() {
         if let Ok(names) = value.extract::<Vec<String>>() {
-            return Ok(Some(Utf8::Fields(names)));
+            return Ok(Utf8Fields::Named(names));
         }
     }
     Err(PyTypeError::new_err(
@@ -402,16 +381,6 @@ impl Mode {
     }
 }
 
-/// DataSeries output options (the command line's `--compress-level`, `--extent-size`, `--xml`,
-/// `--type-name`).
-#[derive(Debug, Clone, Default)]
-struct DsWrite {
-    level: Option<u32>,
-    extent_size: Option<usize>,
-    xml: Option<PathBuf>,
-    type_name: Option<String>,
-}
-
 /// Everything a write needs besides the data.
 #[derive(Debug)]
 pub struct WriteSpec {
@@ -419,7 +388,6 @@ pub struct WriteSpec {
     pub format: Format,
     pub mode: Mode,
     options: WriteOptions,
-    ds: DsWrite,
 }
 
 impl WriteSpec {
@@ -452,10 +420,9 @@ impl WriteSpec {
             check_compression(format, spec)
                 .map_err(|e| match e.message().contains("compression") {
                     true => e,
-                    false => Error::invalid_argument(format!(
-                        "compression={spec:?}: {}",
-                        e.message()
-                    )),
+                    false => {
+                        Error::invalid_argument(format!("compression={spec:?}: {}", e.message()))
+                    }
                 })
                 .py_err()?;
         }
@@ -477,6 +444,7 @@ impl WriteSpec {
                 ..Default::default()
             },
             bcolz: bcolz::WriterOptions::default(),
+            dataseries: DsWriteOptions::default(),
         };
         let mut bcolz_options =
             bcolz::WriterOptions::default().with_overwrite(mode == Mode::Overwrite);
@@ -510,18 +478,25 @@ impl WriteSpec {
             bcolz_options = bcolz_options.with_expected_len(rows.max(1));
         }
         options.bcolz = bcolz_options;
-        let ds = DsWrite {
+        options.dataseries = DsWriteOptions {
             level: kw.take("compress_level")?,
             extent_size: kw.positive("extent_size")?,
-            xml: kw.take("xml")?,
-            type_name: kw.take("type_name")?,
+            type_name: output_type_name(kw.take("type_name")?, kw.take("type")?)?,
+            // The command line's --xml names a file; the library takes its text.
+            xml: match kw.take::<PathBuf>("xml")? {
+                Some(file) => Some(
+                    std::fs::read_to_string(&file)
+                        .map_err(|e| Error::from(e).with_file(&file))
+                        .py_err()?,
+                ),
+                None => None,
+            },
         };
         Ok(WriteSpec {
             path,
             format,
             mode,
             options,
-            ds,
         })
     }
 
@@ -538,9 +513,6 @@ impl WriteSpec {
                 self.options.bcolz.null_policy(),
             )?));
         }
-        if self.format == Format::DataSeries {
-            return self.create_dataseries(schema);
-        }
         arrowsmith::create(&self.path, schema, &self.options)
     }
 
@@ -556,29 +528,16 @@ impl WriteSpec {
         }
         vs
     }
+}
 
-    /// DataSeries' output options are not in `WriteOptions` yet: its writer is built here as
-    /// the command line builds it.
-    fn create_dataseries(
-        &self,
-        schema: arrow_schema::SchemaRef,
-    ) -> arrowsmith::Result<Box<dyn BatchWriter + Send>> {
-        use arrowsmith::dataseries::{Writer, WriterOptions};
-        let mut o = WriterOptions::from_compression(self.options.compression.as_deref())?;
-        if let Some(level) = self.ds.level {
-            o = o.with_level(level);
-        }
-        if let Some(size) = self.ds.extent_size {
-            o = o.with_extent_size(size);
-        }
-        if let Some(name) = &self.ds.type_name {
-            o = o.with_type_name(name.clone());
-        }
-        if let Some(xml) = &self.ds.xml {
-            let text = std::fs::read_to_string(xml).map_err(|e| Error::from(e).with_file(xml))?;
-            o = o.with_extent_type_xml(text);
-        }
-        Ok(Box::new(Writer::try_new(&self.path, schema, o)?))
+/// The DataSeries output's extent type: `type_name=`, or `type=` as the command line also
+/// spells it.
+fn output_type_name(type_name: Option<String>, type_: Option<String>) -> PyResult<Option<String>> {
+    match (type_name, type_) {
+        (Some(a), Some(b)) if a != b => Err(errors::argument(format!(
+            "type={b:?} and type_name={a:?} name different extent types; give one"
+        ))),
+        (a, b) => Ok(a.or(b)),
     }
 }
 
