@@ -8,6 +8,7 @@ import os
 from typing import Any, Callable, Iterator, Literal, Sequence, Union
 
 __version__: str
+_debug_build: bool
 
 _Source = Union[str, os.PathLike[str]]
 _Columns = Union[Sequence[str], Sequence[int], None]

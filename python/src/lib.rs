@@ -19,6 +19,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _arrowsmith(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Benchmarks refuse a debug build (maturin develop's default), whose timings mean nothing.
+    m.add("_debug_build", cfg!(debug_assertions))?;
     m.add_class::<reader::PyReader>()?;
     m.add_class::<reader::PyRecordBatch>()?;
     m.add_class::<reader::PySchema>()?;
