@@ -1,4 +1,4 @@
-"""Without pyarrow: arrowsmith and Polars alone, in a virtualenv that holds only those two."""
+"""Without pyarrow: arrowsmith with Polars and DuckDB, in a virtualenv that holds only those."""
 import os
 import pathlib
 import subprocess
@@ -31,12 +31,16 @@ except ImportError as e:
     assert "pyarrow" in str(e)
 else:
     raise SystemExit("read() without pyarrow did not raise ImportError")
+import duckdb
+ds = arrowsmith.dataset(sys.argv[1])
+assert duckdb.sql("SELECT count(*) FROM ds a JOIN ds b USING (A)").fetchall() == [(2,)]
 assert "pyarrow" not in sys.modules
 print("ok")
 """
 
 
-def test_polars_without_pyarrow(tmp_path):
+def test_polars_and_duckdb_without_pyarrow(tmp_path):
+    import duckdb
     import polars
 
     env_dir = tmp_path / "venv"
@@ -44,14 +48,15 @@ def test_polars_without_pyarrow(tmp_path):
     python = env_dir / "bin" / "python"
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    # Only arrowsmith and Polars (whose wheel may be split into polars and _polars_runtime_*)
-    # are linked in from the test environment.
+    # Only arrowsmith, Polars (whose wheel may be split into polars and _polars_runtime_*) and
+    # DuckDB are linked in from the test environment.
     packages = tmp_path / "packages"
     packages.mkdir()
-    polars_home = pathlib.Path(polars.__file__).resolve().parents[1]
-    for entry in polars_home.iterdir():
-        if entry.name.lstrip("_").startswith("polars"):
-            (packages / entry.name).symlink_to(entry)
+    for module, prefix in ((polars, "polars"), (duckdb, "duckdb")):
+        home = pathlib.Path(module.__file__).resolve().parents[1]
+        for entry in home.iterdir():
+            if entry.name.lstrip("_").startswith(prefix) and not (packages / entry.name).exists():
+                (packages / entry.name).symlink_to(entry)
     (packages / "arrowsmith").symlink_to(pathlib.Path(arrowsmith.__file__).resolve().parent)
     pathlib.Path(site, "only-arrowsmith-and-polars.pth").write_text(str(packages) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
