@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's one test command: Rust tests, then the interop tests against the real
-# datatable 1.1.0 (tests/interop, pytest). Needs only cargo and python3 on the machine: the
+# The project's one test command: Rust tests, the interop tests against the real datatable
+# 1.1.0 and bcolz (tests/interop, pytest), then the Python package's tests (python/tests,
+# through scripts/python-test.sh) against pyarrow, Polars, DuckDB, pandas and datafusion. Needs only cargo and python3 on the machine: the
 # Python packages are installed into target/venv on first use (scripts/venv.sh), in the
 # background while cargo compiles.
 #
@@ -38,3 +39,6 @@ step "pytest tests/interop"
 export ARROWSMITH_BIN=$PWD/target/debug/arrowsmith
 # -p no:cacheprovider: pytest writes nothing into the source tree.
 "$venv/bin/python" -m pytest tests/interop -p no:cacheprovider -q -ra "$@"
+
+step "python package (scripts/python-test.sh)"
+scripts/python-test.sh "$venv" "$@"
