@@ -759,8 +759,15 @@ mod tests {
     fn a_utf32_unit_that_is_no_scalar_value_is_a_bad_value_at_its_row() {
         let mut raw = utf32(&["ok", "ok"], 2).as_slice().to_vec();
         raw[8..12].copy_from_slice(&0xD800u32.to_le_bytes());
-        let err = scalar(Base::Unicode(2), &DataType::Utf8, Buffer::from_vec(raw), 2, 40, true)
-            .unwrap_err();
+        let err = scalar(
+            Base::Unicode(2),
+            &DataType::Utf8,
+            Buffer::from_vec(raw),
+            2,
+            40,
+            true,
+        )
+        .unwrap_err();
         assert_eq!(err.class(), ErrorClass::BadValue);
         assert_eq!(err.row(), Some(41));
     }
