@@ -681,13 +681,12 @@ fn distinct_values<'a>(
     let mut distinct: Vec<&'a [u8]> = Vec::new();
     let mut ids = Vec::with_capacity(values.len());
     for v in values {
-        ids.push(match v {
-            None => None,
-            Some(s) => Some(*index.entry(s).or_insert_with(|| {
+        ids.push(v.map(|s| {
+            *index.entry(s).or_insert_with(|| {
                 distinct.push(s);
                 (distinct.len() - 1) as u32
-            })),
-        });
+            })
+        }));
         if give_up_above.is_some_and(|limit| distinct.len() > limit) {
             return None;
         }
