@@ -219,7 +219,8 @@ def test_damaged_file_fails_the_job_with_arrowsmiths_message(inputs, tmp_path):
     message = str(expected.value)
     assert "t1.ds" in message
     dataset = arrowsmith.ray.read(directory, target_rows=1000)
-    with pytest.raises(Exception) as failed:
+    # Ray re-raises the task's error as a RayTaskError that is also an arrowsmith.DataError.
+    with pytest.raises(arrowsmith.DataError) as failed:
         dataset.sum("id")
     assert message in str(failed.value)
     out = tmp_path / "never-written"
