@@ -77,7 +77,7 @@ impl Format {
             Format::Jay => "h2oai/datatable Jay file",
             Format::DataSeries => "HP Labs DataSeries DSv1 file",
             Format::Filo => "Filo set directory (one Filo vector per column chunk)",
-            Format::FiloVector => "one Filo binary vector (needs --filo-type)",
+            Format::FiloVector => "one Filo binary vector (needs the filo_type option)",
             Format::Vs => "anthidium vector-space data file",
             Format::Bcolz => "bcolz 1.x carray/ctable directory",
             Format::Parquet => "Apache Parquet",
@@ -166,7 +166,7 @@ impl Format {
             .or_else(|| Format::from_extension(path))
             .ok_or_else(|| {
                 Error::invalid_argument(
-                    "cannot tell the format from the content or the extension; name it with --from",
+                    "cannot tell the format from the content or the extension; name it with the format option",
                 )
                 .with_file(path)
             })
@@ -176,7 +176,7 @@ impl Format {
     pub fn for_output(path: &Path) -> Result<Format> {
         Format::from_extension(path).ok_or_else(|| {
             Error::invalid_argument(
-                "cannot tell the output format from the extension; name it with --to",
+                "cannot tell the output format from the extension; name it with the format option",
             )
             .with_file(path)
         })

@@ -132,7 +132,9 @@ impl CarrayInfo {
             } else {
                 e.to_string()
             };
-            Error::new(ErrorClass::Io, msg).with_file(path)
+            Error::new(ErrorClass::Io, msg)
+                .with_file(path)
+                .with_source(e)
         })?;
         let size = file
             .metadata()
@@ -334,7 +336,9 @@ fn read_text(path: &Path) -> Result<String> {
         } else {
             e.to_string()
         };
-        Error::new(ErrorClass::Io, msg).with_file(path)
+        Error::new(ErrorClass::Io, msg)
+            .with_file(path)
+            .with_source(e)
     })?;
     String::from_utf8(bytes).map_err(|e| {
         Error::new(ErrorClass::InvalidUtf8, "the JSON file is not ASCII/UTF-8")

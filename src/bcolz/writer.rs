@@ -663,7 +663,7 @@ impl Writer {
         }
         if !options.overwrite && fs::symlink_metadata(path).is_ok() {
             return Err(fail(Error::invalid_argument(
-                "the output already exists; ask for overwrite (--overwrite) to replace it",
+                "the output already exists; set the overwrite option to replace it",
             )));
         }
         let fields = schema.fields();

@@ -184,7 +184,7 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
                 1 => Ok(c[0].clone()),
                 0 if file.types.len() == 1 => Ok(file.types[0].clone()),
                 _ => Err(Error::invalid_argument(format!(
-                    "the file declares several extent types; choose one with --type: {}",
+                    "the file declares several extent types; choose one with the type option: {}",
                     list(file)
                 ))),
             }

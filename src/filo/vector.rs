@@ -97,7 +97,7 @@ impl VectorWriter {
         let path = path.as_ref().to_path_buf();
         if schema.fields().len() != 1 {
             return Err(Error::invalid_argument(format!(
-                "a Filo vector holds one column, the input has {}; choose one with --columns",
+                "a Filo vector holds one column, the input has {}; choose one with the columns option",
                 schema.fields().len()
             ))
             .with_file(&path));

@@ -117,7 +117,8 @@ pub fn lock(file: &File, kind: LockKind, wait: LockWait) -> Result<()> {
                 return Err(Error::new(
                     ErrorClass::Io,
                     format!("cannot lock the header bytes: {e}"),
-                ))
+                )
+                .with_source(e))
             }
         }
     }
