@@ -52,6 +52,9 @@ const FILE_MODE: u32 = 0o666;
 /// The mode of a new directory before the umask.
 const DIR_MODE: u32 = 0o777;
 
+/// A file output that appears whole or not at all: written to a temporary sibling of the target
+/// and renamed into place by [`AtomicFile::commit`]. Dropping it uncommitted deletes the
+/// temporary file.
 pub struct AtomicFile {
     writer: BufWriter<NamedTempFile>,
     target: PathBuf,
@@ -75,6 +78,7 @@ impl AtomicFile {
         self.durable = durable;
     }
 
+    /// The path the file will have once committed.
     pub fn target(&self) -> &Path {
         &self.target
     }
@@ -197,6 +201,8 @@ pub struct AtomicDir {
 }
 
 impl AtomicDir {
+    /// Starts a temporary directory beside the target (a rename is atomic only within one file
+    /// system, so it must sit in the target's parent).
     pub fn create(target: &Path) -> Result<AtomicDir> {
         let temp = temp_sibling(target, DIR_MODE, |b, dir| b.tempdir_in(dir))?;
         Ok(AtomicDir {
@@ -218,6 +224,7 @@ impl AtomicDir {
         self.temp.as_ref().map_or(&self.target, |t| t.path())
     }
 
+    /// The path the directory will have once committed.
     pub fn target(&self) -> &Path {
         &self.target
     }

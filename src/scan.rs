@@ -306,7 +306,8 @@ pub fn split_rows(
 /// in a field named `scan`.
 macro_rules! scan_setters {
     () => {
-        /// Rows per batch at most (the last batch of a file or fragment may be shorter).
+        /// Rows per batch at most (the last batch of a file or fragment may be shorter). The
+        /// default is given by the builder's `new`.
         pub fn with_batch_size(mut self, batch_size: usize) -> Self {
             self.scan.batch_size = Some(batch_size.max(1));
             self
@@ -331,7 +332,8 @@ macro_rules! scan_setters {
             self
         }
 
-        /// Sets the batch size, projection, limit and fragment at once.
+        /// Sets the batch size, projection, limit and fragment at once (default:
+        /// [`ScanOptions::default`](crate::ScanOptions), every column of the whole file).
         pub fn with_scan(mut self, scan: $crate::scan::ScanOptions) -> Self {
             self.scan = scan;
             self

@@ -190,6 +190,7 @@ impl Appender {
         })
     }
 
+    /// Appends the batch's rows; they become visible only when [`Appender::finish`] commits.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.jobs.check().map_err(|e| e.with_file(&self.path))?;
         check_batch(batch, &self.types).map_err(|e| e.with_file(&self.path))?;

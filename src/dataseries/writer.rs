@@ -66,22 +66,23 @@ impl WriterOptions {
         self.type_name = Some(name.into());
         self
     }
-    /// A user-given ExtentType XML, stored verbatim.
+    /// A user-given ExtentType XML, stored verbatim (default: one derived from the schema).
     pub fn with_extent_type_xml(mut self, xml: impl Into<String>) -> Self {
         self.xml = Some(xml.into());
         self
     }
-    /// The enabled compression modes; several use the reference's smallest-wins rule.
+    /// The enabled compression modes; several use the reference's smallest-wins rule (default:
+    /// zlib only).
     pub fn with_modes(mut self, modes: impl IntoIterator<Item = Mode>) -> Self {
         self.modes = modes.into_iter().collect();
         self
     }
-    /// Compression level 1..=9 (lzo, zlib and bz2 use it).
+    /// Compression level 1..=9 (lzo, zlib and bz2 use it; default 6).
     pub fn with_level(mut self, level: u32) -> Self {
         self.level = level;
         self
     }
-    /// Target uncompressed bytes per extent (1 KiB ..= 256 MiB).
+    /// Target uncompressed bytes per extent (1 KiB ..= 256 MiB; default 1 MiB).
     pub fn with_extent_size(mut self, bytes: usize) -> Self {
         self.extent_size = bytes;
         self
@@ -859,6 +860,8 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a DataSeries file at `path` for batches of `schema`. Nothing appears at
+    /// `path` until [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
@@ -975,6 +978,7 @@ impl Writer {
         Ok(RecordBatch::try_new(self.canon_schema.clone(), cols)?)
     }
 
+    /// Encodes the batch's rows; full extents are compressed in parallel and written.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let path = self.path().to_path_buf();
         self.write_inner(batch).map_err(|e| e.with_file(&path))
@@ -1059,6 +1063,7 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the last extent, the index and the trailer, then moves the file into place.
     pub fn finish(mut self) -> Result<WriteSummary> {
         let path = self.path().to_path_buf();
         self.finish_inner().map_err(|e| e.with_file(&path))

@@ -134,7 +134,9 @@ impl BatchWriter for Writer {
 /// How a CSV file is read.
 #[derive(Debug, Clone, Serialize)]
 pub struct CsvInfo {
+    /// Whether the first row is read as column names.
     pub header: bool,
+    /// The field separator, as text.
     pub delimiter: String,
     /// Records looked at to infer the schema.
     pub records_inferred_from: usize,

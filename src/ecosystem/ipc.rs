@@ -701,9 +701,13 @@ impl BatchWriter for Writer {
 pub struct IpcInfo {
     /// The metadata version (`V5` for everything written since Arrow 1.0).
     pub version: String,
+    /// Bytes of the file (or of the stream read).
     pub file_size: u64,
+    /// Rows over all record batches.
     pub num_rows: u64,
+    /// Number of dictionary batch messages.
     pub dictionaries: usize,
+    /// Every record batch message, in order.
     pub batches: Vec<IpcBatch>,
     /// The footer's (file) or the schema message's (stream) custom metadata keys.
     pub metadata_keys: Vec<String>,
@@ -714,6 +718,7 @@ pub struct IpcInfo {
 /// One record batch message.
 #[derive(Debug, Clone, Serialize)]
 pub struct IpcBatch {
+    /// Rows in the batch.
     pub rows: u64,
     /// Where its message starts in the file.
     pub offset: u64,

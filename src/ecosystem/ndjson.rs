@@ -61,6 +61,8 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing NDJSON at `path`; NDJSON has no schema header, so `_schema` is unused.
+    /// `options` must not ask for compression.
     pub fn try_new(path: &Path, _schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
         super::no_compression(Format::Ndjson, options, path)?;
         let file = StreamOutput::create(path)?;

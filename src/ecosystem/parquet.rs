@@ -175,45 +175,68 @@ impl BatchWriter for Writer {
 /// The structure of a Parquet file, from its footer.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetInfo {
+    /// The format version in the footer (1 or 2).
     pub version: i32,
+    /// The writer that made the file, as it named itself.
     pub created_by: Option<String>,
+    /// Rows of the file.
     pub num_rows: i64,
+    /// Number of row groups.
     pub num_row_groups: usize,
     /// The key-value metadata of the footer, by key (the values can be large: the Arrow schema).
     pub metadata_keys: Vec<String>,
     /// Leaf columns, over all row groups.
     pub columns: Vec<ParquetColumn>,
+    /// Every row group, in order.
     pub row_groups: Vec<ParquetRowGroup>,
 }
 
+/// A leaf column of a Parquet file, summed over its row groups.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetColumn {
     /// The dotted path of the leaf column.
     pub path: String,
+    /// Its Parquet physical type (`INT64`, `BYTE_ARRAY`, …).
     pub physical_type: String,
+    /// Its logical type annotation, if any.
     pub logical_type: Option<String>,
     /// The codecs of the column's chunks, each once.
     pub compression: Vec<String>,
+    /// Compressed bytes over all row groups.
     pub compressed_size: i64,
+    /// Uncompressed bytes over all row groups.
     pub uncompressed_size: i64,
 }
 
+/// One row group of a Parquet file.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetRowGroup {
+    /// Rows in the group.
     pub num_rows: i64,
+    /// Uncompressed bytes of the group's data, as the footer gives it.
     pub total_byte_size: i64,
+    /// Compressed bytes of the group's column chunks.
     pub compressed_size: i64,
+    /// Its column chunks, one per leaf column.
     pub columns: Vec<ParquetChunk>,
 }
 
+/// One column chunk of a row group.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetChunk {
+    /// The dotted path of its leaf column.
     pub path: String,
+    /// Its codec.
     pub compression: String,
+    /// Where the chunk starts in the file.
     pub file_offset: i64,
+    /// Compressed bytes of the chunk.
     pub compressed_size: i64,
+    /// Uncompressed bytes of the chunk.
     pub uncompressed_size: i64,
+    /// Values in the chunk, nulls included.
     pub num_values: i64,
+    /// The encodings its pages use.
     pub encodings: Vec<String>,
 }
 

@@ -49,13 +49,16 @@ struct ChunkJson {
 /// A column of a Filo set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetColumn {
+    /// The column's name.
     pub name: String,
+    /// The Filo type its vectors hold.
     pub filo_type: FiloType,
 }
 
 /// What `schema.json` says, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetInfo {
+    /// The columns, in order.
     pub columns: Vec<SetColumn>,
     /// Rows of each chunk, in row order.
     pub chunks: Vec<usize>,
@@ -129,6 +132,7 @@ impl SetInfo {
         Ok(SetInfo { columns, chunks })
     }
 
+    /// Rows over all chunks.
     pub fn rows(&self) -> u64 {
         self.chunks.iter().map(|&r| r as u64).sum()
     }
@@ -217,6 +221,7 @@ impl ReaderBuilder {
 
     crate::scan::scan_setters!();
 
+    /// Opens the set directory at `path`, reading `schema.json`, and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let dir = path.as_ref().to_path_buf();
         let info = SetInfo::open(&dir)?;
@@ -272,6 +277,7 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// What the set's `schema.json` says.
     pub fn info(&self) -> &SetInfo {
         &self.info
     }
@@ -366,17 +372,18 @@ impl WriterOptions {
         self.chunk_size = rows;
         self
     }
-    /// The encoding hint of every column without its own.
+    /// The encoding hint of every column without its own (default [`Hint::AutoDetect`]).
     pub fn with_hint(mut self, hint: Hint) -> Self {
         self.hint = hint;
         self
     }
+    /// The encoding hint of one column, overriding [`WriterOptions::with_hint`] (default: none).
     pub fn with_column_hint(mut self, column: impl Into<String>, hint: Hint) -> Self {
         self.column_hints.insert(column.into(), hint);
         self
     }
     /// Stores a column as this Filo type instead of its natural one (for example a
-    /// fixed-offset Timestamp as DateTime).
+    /// fixed-offset Timestamp as DateTime; default: the natural type of its Arrow type).
     pub fn with_column_type(mut self, column: impl Into<String>, filo_type: FiloType) -> Self {
         self.column_types.insert(column.into(), filo_type);
         self
@@ -401,6 +408,8 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a Filo set directory at `path` for batches of `schema`. Nothing appears at
+    /// `path` until [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
@@ -463,6 +472,7 @@ impl Writer {
         })
     }
 
+    /// Adds the batch's rows; each full chunk is encoded, one vector per column, and written.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.schema().fields().len() != self.schema.fields().len() {
             return Err(Error::invalid_argument(format!(
@@ -513,6 +523,7 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the last chunk and `schema.json`, then moves the directory into place.
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let json = SchemaJson {

@@ -28,6 +28,8 @@ pub struct VectorReader {
 }
 
 impl VectorReader {
+    /// Opens and decodes the vector file at `path`, whose elements are `filo_type` (the file does
+    /// not say), to be read `batch_size` rows at a time, at most `limit` rows.
     pub fn open(
         path: impl AsRef<Path>,
         filo_type: FiloType,
@@ -117,11 +119,13 @@ impl VectorWriter {
         })
     }
 
+    /// Adds the batch's one column; the vector is encoded at [`VectorWriter::finish`].
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.parts.push(batch.column(0).clone());
         Ok(())
     }
 
+    /// Encodes the column as one vector and writes the file.
     pub fn finish(self) -> Result<WriteSummary> {
         let parts: Vec<&dyn arrow_array::Array> = self.parts.iter().map(|a| a.as_ref()).collect();
         let array = if parts.is_empty() {

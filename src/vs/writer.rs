@@ -30,8 +30,11 @@ pub struct VsWriteOptions {
     /// Vector compression; `None`: the schema's `vs.pack` when 0–2 (appender: the file's
     /// `pack`), else none.
     pub compression: Option<Compression>,
+    /// The input column that holds the vectors (default `"vector"`).
     pub vector_column: String,
+    /// The input column that holds the points' app data (default `"app_data"`).
     pub app_data_column: String,
+    /// Whether to wait for the file's lock (default [`LockWait::Block`]).
     pub lock: LockWait,
     /// Appender: a file that ends at a block boundary without `'$'` gets one first.
     pub lenient_eof: bool,
@@ -50,6 +53,7 @@ impl Default for VsWriteOptions {
 }
 
 impl VsWriteOptions {
+    /// Vector compression (default: as the schema's `vs.pack` says, or the appended file's).
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = Some(compression);
         self
@@ -664,6 +668,8 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a VS file at `path` for batches of `schema`. Nothing appears at `path` until
+    /// [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
@@ -685,6 +691,7 @@ impl Writer {
         })
     }
 
+    /// Encodes the batch's points into blocks.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let out = self
             .out
@@ -703,6 +710,7 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the terminal block, then moves the file into place.
     pub fn finish(mut self) -> Result<WriteSummary> {
         let mut out = self
             .out
@@ -791,6 +799,7 @@ fn walk(bytes: &[u8], lenient: bool) -> Result<(Option<Meta>, Option<u64>, Block
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendSummary {
+    /// Points appended.
     pub rows: u64,
     /// Offset of the first new block (the old terminal).
     pub offset: u64,
@@ -949,8 +958,11 @@ fn delete_where(
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactSummary {
+    /// Bytes of the file before.
     pub bytes_before: u64,
+    /// Bytes of the file after.
     pub bytes_after: u64,
+    /// Points kept.
     pub points: u64,
 }
 
