@@ -88,7 +88,12 @@ impl ReaderBuilder {
     }
 
     /// Returns a reader of a dataset already opened (by [`open_info`](super::open_info)),
-    /// without reading its metadata again.
+    /// without reading its metadata again: the name every format's builder gives this.
+    pub fn build_from_file(self, info: Arc<DatasetInfo>) -> Result<Reader> {
+        self.build_from_info(info)
+    }
+
+    /// The same as [`ReaderBuilder::build_from_file`], under the name it had first.
     pub fn build_from_info(self, info: Arc<DatasetInfo>) -> Result<Reader> {
         let all = schema_of(&info, self.nat_as_null);
         let columns: Vec<usize> = match &self.scan.projection {

@@ -53,8 +53,10 @@ impl Default for ReaderBuilder {
 }
 
 impl ReaderBuilder {
-    /// A builder with every option at its default: a whole extent per batch, every column,
-    /// the file's one data-holding extent type, checks on.
+    /// A builder with every option at its default: at most 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE); a batch never spans two extents, so
+    /// smaller extents give smaller batches), every column, the file's one data-holding extent
+    /// type, checks on.
     pub fn new() -> Self {
         Self::default()
     }
@@ -110,10 +112,10 @@ impl ReaderBuilder {
         self.build_from_file(Arc::new(file))
     }
 
-    /// Returns a reader of a file held in memory.
-    pub fn build_from_bytes(self, bytes: Vec<u8>) -> Result<Reader> {
+    /// Returns a reader of a file held in memory. A `Vec<u8>` is taken over without a copy.
+    pub fn build_from_bytes(self, bytes: impl Into<arrow_buffer::Buffer>) -> Result<Reader> {
         let file = DsFile::from_bytes(
-            bytes,
+            crate::scan::owned_bytes(bytes),
             OpenOptions {
                 checks: self.checks,
                 lenient: self.lenient,
@@ -155,7 +157,7 @@ impl ReaderBuilder {
             job: Arc::new(ExtentJob {
                 file,
                 decoder: Arc::new(decoder),
-                batch_size: self.scan.batch_size,
+                batch_size: Some(self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE)),
                 checks: self.checks,
             }),
             extents: extents.into(),

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use super::codec::{self, Mode};
 use super::file::{compact, partly_unpacked_hash, roundup_var, ByteOrder, HEADER_LEN};
 use super::types::{ExtentType, Kind, Relative, INDEX_NAME};
-use crate::atomic::AtomicFile;
+use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -842,7 +842,7 @@ fn header_bytes(order: ByteOrder) -> [u8; 40] {
 
 /// Writes record batches into a new DataSeries file.
 pub struct Writer {
-    file: Option<AtomicFile>,
+    file: Option<StreamOutput>,
     t: Arc<ExtentType>,
     canon_schema: SchemaRef,
     options: WriterOptions,
@@ -868,6 +868,32 @@ impl Writer {
         options: WriterOptions,
     ) -> Result<Writer> {
         let path = path.as_ref();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "data".into());
+        Writer::start(path, &stem, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the file goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written, the index and trailer last. A failed write may leave part of the file in
+    /// the sink. Without a type name in the options or the schema, the type is named `data`.
+    pub fn try_new_to_sink(
+        sink: impl Write + Send + 'static,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), "data", || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        stem: &str,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Writer> {
         let e = |e: Error| e.with_file(path);
         if !(1024..=256 << 20).contains(&options.extent_size) {
             return Err(e(Error::invalid_argument(format!(
@@ -881,11 +907,7 @@ impl Writer {
                 options.level
             ))));
         }
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "data".into());
-        let t = resolve_type(&schema, &options, &stem).map_err(e)?;
+        let t = resolve_type(&schema, &options, stem).map_err(e)?;
         check_writable(&t).map_err(e)?;
         let mut warnings = Vec::new();
         for (i, f) in schema.fields().iter().enumerate() {
@@ -904,7 +926,7 @@ impl Writer {
                 .map(|&i| Field::new(&t.fields[i].name, canonical(t.fields[i].kind), true))
                 .collect::<Vec<_>>(),
         ));
-        let mut file = AtomicFile::create(path).map_err(e)?;
+        let mut file = output().map_err(e)?;
         let order = options.order;
         let mut w = Writer {
             file: None,
@@ -921,7 +943,7 @@ impl Writer {
             rows: 0,
             warnings,
         };
-        let out = file.file_mut().map_err(|x| e(x.into()))?;
+        let out = file.unbuffered().map_err(|x| e(x.into()))?;
         out.write_all(&header_bytes(order))
             .map_err(|x| e(x.into()))?;
         w.offset = HEADER_LEN as u64;
@@ -944,11 +966,11 @@ impl Writer {
     }
 
     fn path(&self) -> &Path {
-        self.file.as_ref().expect("open").target()
+        self.file.as_ref().expect("open").name()
     }
 
     fn emit(&mut self, name: &str, bytes: Vec<u8>, x: u32) -> Result<()> {
-        let f = self.file.as_mut().expect("open").file_mut()?;
+        let f = self.file.as_mut().expect("open").unbuffered()?;
         f.write_all(&bytes)?;
         self.index.push((self.offset, name.to_string()));
         let (mut a, mut b, mut c) = (x, self.chain, 1972u32);
@@ -1109,7 +1131,7 @@ impl Writer {
         let h = codec::lookup2(&tr, 1776);
         tr.extend_from_slice(&order.put_u32(h));
         let mut file = self.file.take().expect("open");
-        file.file_mut()?.write_all(&tr)?;
+        file.unbuffered()?.write_all(&tr)?;
         file.commit()?;
         Ok(WriteSummary {
             rows: self.rows,

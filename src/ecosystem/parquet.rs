@@ -15,7 +15,7 @@ use arrow_schema::SchemaRef;
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
-use crate::atomic::AtomicFile;
+use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
 use crate::options::WriteOptions;
 use crate::scan::{FragmentRange, ScanOptions};
@@ -124,7 +124,7 @@ fn zstd(level: i32) -> Result<Compression> {
 
 /// Writes record batches into a new Parquet file.
 pub struct Writer {
-    inner: ArrowWriter<AtomicFile>,
+    inner: ArrowWriter<StreamOutput>,
     path: PathBuf,
     rows: u64,
 }
@@ -133,6 +133,27 @@ impl Writer {
     /// Zstd unless `options.compression` says otherwise; `options.row_group_size` rows per row
     /// group (the `parquet` crate's default otherwise).
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        Writer::start(path, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written. A failed write may leave part of the output in the sink; errors name
+    /// the file [`SINK_NAME`](crate::atomic::SINK_NAME).
+    pub fn try_new_to_sink(
+        sink: impl std::io::Write + Send + 'static,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
         let codec = compression(options.compression.as_deref()).map_err(|e| e.with_file(path))?;
         let mut props = WriterProperties::builder().set_compression(codec);
         match options.row_group_size {
@@ -145,8 +166,7 @@ impl Writer {
             Some(n) => props = props.set_max_row_group_row_count(Some(n)),
             None => {}
         }
-        let file = AtomicFile::create(path)?;
-        let inner = ArrowWriter::try_new(file, schema, Some(props.build())).in_file(path)?;
+        let inner = ArrowWriter::try_new(output()?, schema, Some(props.build())).in_file(path)?;
         Ok(Writer {
             inner,
             path: path.to_path_buf(),

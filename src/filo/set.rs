@@ -213,8 +213,10 @@ pub struct ReaderBuilder {
 }
 
 impl ReaderBuilder {
-    /// A builder with every option at its default: one batch per chunk, every column (only
-    /// the selected columns' files are opened), every chunk.
+    /// A builder with every option at its default: at most 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE); a batch never spans two chunks, so
+    /// smaller chunks give smaller batches), every column (only the selected columns' files are
+    /// opened), every chunk.
     pub fn new() -> Self {
         Self::default()
     }
@@ -252,7 +254,7 @@ impl ReaderBuilder {
             info,
             columns,
             schema,
-            batch_size: self.scan.batch_size,
+            batch_size: Some(self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE)),
             remaining: self.scan.limit.map_or(u64::MAX, |l| l as u64),
             next_chunk: first as usize,
             end_chunk: last as usize,
@@ -261,7 +263,7 @@ impl ReaderBuilder {
     }
 }
 
-/// Reads a Filo set as record batches: one per chunk, or `batch_size` rows at a time.
+/// Reads a Filo set as record batches of at most `batch_size` rows, none spanning two chunks.
 pub struct Reader {
     dir: PathBuf,
     info: SetInfo,

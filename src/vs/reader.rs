@@ -29,8 +29,10 @@ use super::vector_codec::VectorDecoder;
 use crate::error::{Error, ErrorClass, Result};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 
-/// Rows per batch unless the caller chooses.
-pub const DEFAULT_BATCH_SIZE: usize = 1024;
+/// Rows per batch unless the caller chooses: the one default of every reader (it was 1,024 for
+/// VS alone; a batch of 65,536 points of 1,024 `f32` each is 256 MiB, so callers with wide
+/// vectors choose a smaller one with `with_batch_size`).
+pub const DEFAULT_BATCH_SIZE: usize = crate::scan::DEFAULT_BATCH_SIZE;
 
 /// Rows per parallel task when a batch is built in parallel.
 const CHUNK_ROWS: usize = 256;
@@ -285,7 +287,8 @@ pub struct ReaderBuilder {
 }
 
 impl ReaderBuilder {
-    /// A builder with every option at its default: 1,024 rows per batch, every column, the
+    /// A builder with every option at its default: 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE)), every column, the
     /// whole file, the format's strict end of file, LEB128 varints, app_data as JSON.
     pub fn new() -> Self {
         Self::default()
@@ -347,16 +350,19 @@ impl ReaderBuilder {
     /// Opens, locks (shared) and memory-maps the VS file at `path` and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let file = VsFile::open(path, self.options)?;
-        self.build_from_file(file)
+        self.build_from_file(Arc::new(file))
     }
 
-    /// Returns a reader of a file held in memory.
-    pub fn build_from_bytes(self, bytes: Vec<u8>) -> Result<Reader> {
-        let file = VsFile::from_bytes(bytes, self.options)?;
-        self.build_from_file(file)
+    /// Returns a reader of a file held in memory. A `Vec<u8>` is taken over without a copy.
+    pub fn build_from_bytes(self, bytes: impl Into<arrow_buffer::Buffer>) -> Result<Reader> {
+        let file = VsFile::from_bytes(crate::scan::owned_bytes(bytes), self.options)?;
+        self.build_from_file(Arc::new(file))
     }
 
-    fn build_from_file(self, file: VsFile) -> Result<Reader> {
+    /// Returns a reader of a file already opened (and locked) by [`VsFile::open`], without
+    /// reading its meta block again; several readers (of different fragments, say) can share
+    /// it. The file's parse options are the ones it was opened with.
+    pub fn build_from_file(self, file: Arc<VsFile>) -> Result<Reader> {
         let full = file.schema();
         let columns = match &self.scan.projection {
             None => None,
@@ -423,7 +429,7 @@ fn attach(e: Error, path: Option<&Path>) -> Error {
 
 /// The record batches of a VS file: one row per live point, in file order.
 pub struct Reader {
-    file: VsFile,
+    file: Arc<VsFile>,
     full: SchemaRef,
     schema: SchemaRef,
     columns: Option<Vec<usize>>,

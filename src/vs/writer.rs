@@ -17,7 +17,7 @@ use super::codec::{self, Blocks, EofMode, Meta, VarintOrder};
 use super::lock::{self, LockKind, LockWait};
 use super::mapping::*;
 use super::vector_codec::VectorEncoder;
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -660,7 +660,9 @@ fn list_to_msgpack(values: &ArrayRef) -> Result<rmpv::Value> {
 
 /// Writes record batches into a new VS file (temporary file + rename, spec §13.2).
 pub struct Writer {
-    out: Option<AtomicFile>,
+    out: Option<StreamOutput>,
+    /// The column types the writer was made for; a batch of others is refused, not decoded.
+    types: Vec<DataType>,
     plan: Plan,
     options: VsWriteOptions,
     rows: u64,
@@ -676,14 +678,40 @@ impl Writer {
         options: VsWriteOptions,
     ) -> Result<Writer> {
         let path = path.as_ref();
+        Writer::start(path, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the file goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written, without the lock a file on disk is replaced under. A failed write may
+    /// leave part of the file in the sink.
+    pub fn try_new_to_sink(
+        sink: impl Write + Send + 'static,
+        schema: SchemaRef,
+        options: VsWriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: VsWriteOptions,
+    ) -> Result<Writer> {
         let plan = Plan::new(&schema, &options, None).map_err(|e| e.with_file(path))?;
-        let mut out = AtomicFile::create(path)?;
+        let mut out = output()?;
         let mut head = b"VS\0\0".to_vec();
         plan.meta_block(&mut head);
         out.write_all(&head)
             .map_err(|e| Error::from(e).with_file(path))?;
         Ok(Writer {
             out: Some(out),
+            types: schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect(),
             plan,
             options,
             rows: 0,
@@ -697,7 +725,8 @@ impl Writer {
             .out
             .as_mut()
             .ok_or_else(|| arg("the writer has failed before"))?;
-        let target = out.target().to_path_buf();
+        let target = out.name().to_path_buf();
+        crate::write::check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
         self.buf.clear();
         let result = self.plan.encode(batch, self.rows, &mut self.buf);
         if let Err(e) = result {
@@ -716,10 +745,13 @@ impl Writer {
             .out
             .take()
             .ok_or_else(|| arg("the writer has failed before"))?;
-        let target = out.target().to_path_buf();
+        let target = out.name().to_path_buf();
         out.write_all(&[codec::TERMINAL])
             .map_err(|e| Error::from(e).with_file(&target))?;
-        commit_over(out, &target, self.options.lock)?;
+        match out {
+            StreamOutput::File(file) => commit_over(file, &target, self.options.lock)?,
+            other => other.commit()?,
+        }
         Ok(WriteSummary {
             rows: self.rows,
             warnings: Vec::new(),
