@@ -650,7 +650,7 @@ impl Writer {
 
     /// Like [`Writer::try_new_file`], but the file goes into `sink` as it is written (the
     /// footer last). A failed write may leave part of it in the sink; errors name the file
-    /// [`SINK_NAME`](crate::atomic::SINK_NAME).
+    /// [`SINK_NAME`].
     pub fn try_new_file_to_sink(
         sink: impl std::io::Write + Send + 'static,
         schema: SchemaRef,

@@ -70,7 +70,7 @@ impl Writer {
 
     /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
     /// it is written. A failed write may leave part of the output in the sink; errors name
-    /// the file [`SINK_NAME`](crate::atomic::SINK_NAME).
+    /// the file [`SINK_NAME`].
     pub fn try_new_to_sink(
         sink: impl std::io::Write + Send + 'static,
         schema: SchemaRef,
