@@ -125,8 +125,10 @@ impl FileFormat for ArrowsmithFormat {
         Ok(self.get_ext())
     }
 
+    /// Uncompressed rather than unknown: DataFusion then lists a directory LOCATION as
+    /// `*.ds`, the extension, not `*.dataseries`, the name `STORED AS` used.
     fn compression_type(&self) -> Option<FileCompressionType> {
-        None
+        Some(FileCompressionType::UNCOMPRESSED)
     }
 
     async fn infer_schema(

@@ -211,7 +211,9 @@ pub(crate) fn resolve(
     location: &Path,
     format: Option<Format>,
 ) -> arrowsmith::Result<(Format, Vec<PathBuf>)> {
-    let absolute = std::path::absolute(location).map_err(|e| Error::from(e).with_file(location))?;
+    // Canonical: the path is also the scan's file name, which DataFusion shows in plans.
+    let absolute =
+        std::fs::canonicalize(location).map_err(|e| Error::from(e).with_file(location))?;
     let metadata = std::fs::metadata(&absolute).map_err(|e| Error::from(e).with_file(location))?;
     let is_dataset_dir = metadata.is_dir()
         && match format {
