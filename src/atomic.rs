@@ -21,8 +21,13 @@ pub(crate) fn parent_dir(target: &Path) -> &Path {
 }
 
 /// A hidden temporary beside `target`, named `.TARGET.XXXXXX.tmp` so that it says what it is for.
+///
+/// It is created with the permissions any tool gives a new file or directory (`mode` 0o666 or
+/// 0o777, less the umask), not the 0o600 / 0o700 of a private temporary: once renamed, it is the
+/// output that other users and services of the folder read.
 fn temp_sibling<T>(
     target: &Path,
+    mode: u32,
     make: impl FnOnce(&tempfile::Builder, &Path) -> io::Result<T>,
 ) -> Result<T> {
     let name = target
@@ -32,8 +37,20 @@ fn temp_sibling<T>(
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(mode));
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
     make(&builder, parent_dir(target)).map_err(|e| Error::from(e).with_file(target))
 }
+
+/// The mode of a new file before the umask.
+const FILE_MODE: u32 = 0o666;
+/// The mode of a new directory before the umask.
+const DIR_MODE: u32 = 0o777;
 
 pub struct AtomicFile {
     writer: BufWriter<NamedTempFile>,
@@ -44,7 +61,7 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Starts a temporary file in the target's directory (a rename is atomic only there).
     pub fn create(target: &Path) -> Result<AtomicFile> {
-        let temp = temp_sibling(target, |b, dir| b.tempfile_in(dir))?;
+        let temp = temp_sibling(target, FILE_MODE, |b, dir| b.tempfile_in(dir))?;
         Ok(AtomicFile {
             writer: BufWriter::with_capacity(1 << 20, temp),
             target: target.to_path_buf(),
@@ -115,6 +132,61 @@ impl Write for AtomicFile {
     }
 }
 
+/// The output of a writer that streams (Arrow IPC stream, CSV, NDJSON): a file that appears
+/// whole at [`StreamOutput::commit`], or standard output when the target is `-`, for a pipe
+/// into another program.
+pub enum StreamOutput {
+    /// A new file, renamed into place at the commit.
+    File(AtomicFile),
+    /// Standard output, flushed at the commit.
+    Stdout(BufWriter<io::Stdout>),
+}
+
+impl StreamOutput {
+    /// Standard output for `-`, else an [`AtomicFile`] at `target`.
+    pub fn create(target: &Path) -> Result<StreamOutput> {
+        if target == Path::new("-") {
+            Ok(StreamOutput::Stdout(BufWriter::with_capacity(
+                1 << 20,
+                io::stdout(),
+            )))
+        } else {
+            Ok(StreamOutput::File(AtomicFile::create(target)?))
+        }
+    }
+
+    /// Completes the output: the rename of a file, the flush of standard output.
+    pub fn commit(self) -> Result<()> {
+        match self {
+            StreamOutput::File(file) => file.commit(),
+            StreamOutput::Stdout(mut out) => out
+                .flush()
+                .map_err(|e| Error::from(e).with_file(Path::new("<stdout>"))),
+        }
+    }
+}
+
+impl Write for StreamOutput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            StreamOutput::File(f) => f.write(buf),
+            StreamOutput::Stdout(o) => o.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            StreamOutput::File(f) => f.write_all(buf),
+            StreamOutput::Stdout(o) => o.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            StreamOutput::File(f) => f.flush(),
+            StreamOutput::Stdout(o) => o.flush(),
+        }
+    }
+}
+
 /// A directory output that appears whole or not at all: filled as a hidden temporary sibling
 /// of the target and renamed into place by [`AtomicDir::commit`]. Dropping it uncommitted
 /// removes the temporary directory.
@@ -126,7 +198,7 @@ pub struct AtomicDir {
 
 impl AtomicDir {
     pub fn create(target: &Path) -> Result<AtomicDir> {
-        let temp = temp_sibling(target, |b, dir| b.tempdir_in(dir))?;
+        let temp = temp_sibling(target, DIR_MODE, |b, dir| b.tempdir_in(dir))?;
         Ok(AtomicDir {
             temp: Some(temp),
             target: target.to_path_buf(),

@@ -8,7 +8,8 @@ use std::str::FromStr;
 
 use crate::error::{Error, ErrorClass, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum Format {
     /// h2oai/datatable's `.jay`.
     Jay,
@@ -47,6 +48,12 @@ impl Format {
         Format::Csv,
         Format::Ndjson,
     ];
+
+    /// Whether a writer of the format only appends bytes, so that it can write to a pipe
+    /// (standard output): the Arrow IPC stream, CSV and NDJSON.
+    pub fn streams(self) -> bool {
+        matches!(self, Format::ArrowStream | Format::Csv | Format::Ndjson)
+    }
 
     /// The name used on the command line (`--from`, `--to`).
     pub fn name(self) -> &'static str {
@@ -242,6 +249,19 @@ impl FromStr for Format {
                     format!("unknown format {s:?}; known formats: {}", names.join(", ")),
                 )
             })
+    }
+}
+
+impl From<Format> for &'static str {
+    fn from(format: Format) -> Self {
+        format.name()
+    }
+}
+
+impl TryFrom<String> for Format {
+    type Error = Error;
+    fn try_from(name: String) -> Result<Format> {
+        name.parse()
     }
 }
 

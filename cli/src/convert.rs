@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
-use arrowsmith::{CollisionPolicy, Error, Format, ReadOptions, WriteOptions};
+use arrowsmith::{
+    CollisionPolicy, Error, Format, FormatOptions, ReadOptions, ScanOptions, WriteOptions,
+};
 
 use super::progress::Progress;
 use super::{input_format, print_err, projection, CliResult, ConvertArgs, Failure};
@@ -24,13 +26,15 @@ pub(crate) const AFTER_HELP: &str = "Examples:
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let from = input_format(&args.input, args.from)?;
-    super::dataseries::check_read_args(from, &args.ds_read)?;
     let to = match args.to {
         Some(format) => format,
         // Appending: the target exists, so its structure tells.
         None if args.append && args.output.exists() => Format::detect(&args.output)?,
+        // Standard output carries the Arrow IPC stream unless another format is named.
+        None if arrowsmith::is_stdin(&args.output) => Format::ArrowStream,
         None => Format::for_output(&args.output)?,
     };
+    super::dataseries::check_read_args_for(from, Some(to), &args.ds_read)?;
     to.ensure_implemented()
         .map_err(|e| e.with_file(&args.output))?;
     check_format_options(&args, to)?;
@@ -41,23 +45,19 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     }
     refuse_same_file(&args.input, &args.output)?;
 
-    let mut vs_read = arrowsmith::vs::VsReadOptions::default();
-    if args.lenient_eof {
-        vs_read.parse.eof = arrowsmith::vs::EofMode::Lenient;
-    }
-    if let Some(order) = args.varint {
-        vs_read.parse.varint = order;
-    }
-    if let Some(mode) = args.app_data {
-        vs_read.app_data = mode;
-    }
     let read_options = ReadOptions {
         format: Some(from),
-        batch_size: args.batch_size,
-        projection: projection(&args.columns),
-        limit: args.limit,
-        filo_type: args.filo_type,
-        vs: vs_read,
+        scan: ScanOptions {
+            batch_size: Some(args.batch_size),
+            projection: projection(&args.columns),
+            limit: args.limit,
+            range: None,
+        },
+        format_options: FormatOptions {
+            filo_type: args.filo_type,
+            vs: super::vs_read_options(args.lenient_eof, args.varint, args.app_data),
+            dataseries: super::dataseries::read_options(&args.ds_read),
+        },
     };
     let write_options = WriteOptions {
         format: Some(to),
@@ -76,6 +76,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             ..Default::default()
         },
         bcolz: bcolz_options(&args, from),
+        dataseries: super::dataseries::write_options(&args.ds_write, &args.ds_read, from)?,
     };
 
     super::interrupt::install();
@@ -86,7 +87,23 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         }),
         None => Ok(()),
     };
-    let reader = super::dataseries::open(&args.input, &read_options, &args.ds_read)?;
+    let reader = match args.fragment {
+        Some(k) => {
+            let target = args.target_rows.unwrap_or(arrowsmith::DEFAULT_TARGET_ROWS);
+            let fragments = arrowsmith::fragments(&args.input, &read_options, target)?;
+            let fragment = fragments.get(k).ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "there is no fragment {k}: the input has {} at --target-rows {target} \
+                     (0 to {})",
+                    fragments.len(),
+                    fragments.len() - 1
+                ))
+                .with_file(&args.input)
+            })?;
+            arrowsmith::open_fragment(fragment, &read_options)?
+        }
+        None => arrowsmith::open(&args.input, &read_options)?,
+    };
     if args.append && to == Format::Vs {
         return append(args, reader, write_options);
     }
@@ -96,18 +113,12 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             reader.schema(),
             write_options.bcolz.null_policy(),
         )?)
-    } else if to == Format::DataSeries {
-        super::dataseries::create(
-            &args.output,
-            reader.schema(),
-            &write_options,
-            &args.ds_write,
-        )?
     } else {
         arrowsmith::create(&args.output, reader.schema(), &write_options)?
     };
     let mut progress = Progress::new(
         || match from {
+            _ if args.fragment.is_some() => None,
             Format::DataSeries => super::dataseries::known_rows(&args.input, &args.ds_read),
             _ => super::inspect::known_rows(&args.input, from),
         },

@@ -4,15 +4,28 @@
 use std::path::Path;
 
 use arrow_array::RecordBatchReader;
-use arrow_schema::SchemaRef;
-use arrowsmith::dataseries::{ReaderBuilder, Writer, WriterOptions};
-use arrowsmith::{BatchWriter, Error, Format, ReadOptions, WriteOptions};
+use arrowsmith::dataseries::{DsReadOptions, DsWriteOptions, Utf8Fields};
+use arrowsmith::{Error, Format, ReadOptions};
 
 use super::{DsReadArgs, DsWriteArgs};
 
-/// DataSeries input options with another input format are refused rather than ignored.
+/// DataSeries input options with another input format are refused rather than ignored
+/// (`--type` also names a DataSeries output's type: [`write_options`]).
 pub(crate) fn check_read_args(format: Format, a: &DsReadArgs) -> arrowsmith::Result<()> {
-    if format != Format::DataSeries && (a.ds_type.is_some() || a.utf8.is_some() || a.no_checks) {
+    check_read_args_for(format, None, a)
+}
+
+/// As [`check_read_args`], for a conversion to `to`.
+pub(crate) fn check_read_args_for(
+    format: Format,
+    to: Option<Format>,
+    a: &DsReadArgs,
+) -> arrowsmith::Result<()> {
+    let type_for_output = to == Some(Format::DataSeries) && a.utf8.is_none() && !a.no_checks;
+    if format != Format::DataSeries
+        && !type_for_output
+        && (a.ds_type.is_some() || a.utf8.is_some() || a.no_checks)
+    {
         return Err(Error::invalid_argument(format!(
             "--type, --utf8 and --no-checks apply to dataseries input, not {format}"
         )));
@@ -20,39 +33,30 @@ pub(crate) fn check_read_args(format: Format, a: &DsReadArgs) -> arrowsmith::Res
     Ok(())
 }
 
-/// The DataSeries reader with its options.
-pub(crate) fn builder(options: &ReadOptions, a: &DsReadArgs) -> ReaderBuilder {
-    let mut b = ReaderBuilder::new()
-        .with_batch_size(options.batch_size)
-        .with_checks(!a.no_checks);
-    if let Some(p) = &options.projection {
-        b = b.with_projection(p.clone());
+/// The library's DataSeries read settings from the command line's.
+pub(crate) fn read_options(a: &DsReadArgs) -> DsReadOptions {
+    DsReadOptions {
+        type_name: a.ds_type.clone(),
+        utf8: match &a.utf8 {
+            Some(names) if names.iter().all(|n| n.is_empty()) => Utf8Fields::All,
+            Some(names) => {
+                Utf8Fields::Named(names.iter().filter(|n| !n.is_empty()).cloned().collect())
+            }
+            None => Utf8Fields::Hinted,
+        },
+        no_checks: a.no_checks,
     }
-    if let Some(l) = options.limit {
-        b = b.with_limit(l);
-    }
-    if let Some(t) = &a.ds_type {
-        b = b.with_type(t.clone());
-    }
-    match &a.utf8 {
-        Some(names) if names.iter().all(|n| n.is_empty()) => b = b.with_utf8_all(),
-        Some(names) => b = b.with_utf8(names.iter().filter(|n| !n.is_empty()).cloned()),
-        None => {}
-    }
-    b
 }
 
-/// Opens any input; DataSeries with the command line's options.
+/// Opens any input with the command line's options, DataSeries ones included.
 pub(crate) fn open(
     path: &Path,
     options: &ReadOptions,
     a: &DsReadArgs,
 ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-    if options.format == Some(Format::DataSeries) {
-        Ok(Box::new(builder(options, a).build(path)?))
-    } else {
-        arrowsmith::open(path, options)
-    }
+    let mut options = options.clone();
+    options.format_options.dataseries = read_options(a);
+    arrowsmith::open(path, &options)
 }
 
 /// Rows of the extent type a DataSeries input would be read as (for the progress bar), from the
@@ -63,26 +67,32 @@ pub(crate) fn known_rows(path: &Path, a: &DsReadArgs) -> Option<u64> {
     Some(file.rows_of(&t.name))
 }
 
-/// The DataSeries writer with the command line's options.
-pub(crate) fn create(
-    path: &Path,
-    schema: SchemaRef,
-    options: &WriteOptions,
-    a: &DsWriteArgs,
-) -> arrowsmith::Result<Box<dyn BatchWriter + Send>> {
-    let mut o = WriterOptions::from_compression(options.compression.as_deref())?;
-    if let Some(l) = a.compress_level {
-        o = o.with_level(l);
-    }
-    if let Some(s) = a.extent_size {
-        o = o.with_extent_size(s);
-    }
-    if let Some(n) = &a.type_name {
-        o = o.with_type_name(n.clone());
-    }
-    if let Some(x) = &a.xml {
-        let text = std::fs::read_to_string(x).map_err(|e| Error::from(e).with_file(x))?;
-        o = o.with_extent_type_xml(text);
-    }
-    Ok(Box::new(Writer::try_new(path, schema, o)?))
+/// The library's DataSeries write settings from the command line's. `--type` names the
+/// output's extent type when the input is not DataSeries (`--type-name` is its older
+/// spelling).
+pub(crate) fn write_options(
+    w: &DsWriteArgs,
+    r: &DsReadArgs,
+    from: Format,
+) -> arrowsmith::Result<DsWriteOptions> {
+    let type_name = match (&w.type_name, &r.ds_type) {
+        (Some(a), Some(b)) if from != Format::DataSeries && a != b => {
+            return Err(Error::invalid_argument(format!(
+                "--type {b:?} and --type-name {a:?} name different extent types; give one"
+            )))
+        }
+        (Some(name), _) => Some(name.clone()),
+        (None, Some(name)) if from != Format::DataSeries => Some(name.clone()),
+        (None, _) => None,
+    };
+    let xml = match &w.xml {
+        Some(x) => Some(std::fs::read_to_string(x).map_err(|e| Error::from(e).with_file(x))?),
+        None => None,
+    };
+    Ok(DsWriteOptions {
+        level: w.compress_level,
+        extent_size: w.extent_size,
+        type_name,
+        xml,
+    })
 }

@@ -2,21 +2,21 @@
 
 use arrow::util::display::FormatOptions;
 use arrow::util::pretty::{pretty_format_batches_with_options, pretty_format_batches_with_schema};
-use arrowsmith::{Error, ReadOptions, DEFAULT_BATCH_SIZE};
+use arrowsmith::{Error, ReadOptions, ScanOptions, DEFAULT_BATCH_SIZE};
 
 use super::{input_format, print_out, projection, CliResult, HeadArgs};
 
 pub(crate) fn run(args: HeadArgs) -> CliResult {
     let format = input_format(&args.input, args.from)?;
     super::dataseries::check_read_args(format, &args.ds_read)?;
-    let options = ReadOptions {
-        format: Some(format),
-        batch_size: args.rows.clamp(1, DEFAULT_BATCH_SIZE),
+    let mut options = ReadOptions::for_format(format);
+    options.scan = ScanOptions {
+        batch_size: Some(args.rows.clamp(1, DEFAULT_BATCH_SIZE)),
         projection: projection(&args.columns),
         limit: Some(args.rows),
-        filo_type: args.filo_type,
-        ..ReadOptions::default()
+        range: None,
     };
+    options.format_options.filo_type = args.filo_type;
     let reader = super::dataseries::open(&args.input, &options, &args.ds_read)?;
     let schema = reader.schema();
     let mut batches = Vec::new();

@@ -8,6 +8,7 @@
 mod convert;
 mod dataseries;
 mod formats;
+mod fragments;
 mod head;
 mod inspect;
 mod interrupt;
@@ -51,11 +52,14 @@ struct Cli {
 enum Command {
     /// Convert INPUT to OUTPUT, streaming batches from the reader to the writer
     #[command(after_help = convert::AFTER_HELP)]
-    Convert(ConvertArgs),
+    Convert(Box<ConvertArgs>),
     /// Show a file's format, schema, row count and the format's own structure
     Inspect(InspectArgs),
     /// Print the first rows of a file as a table
     Head(HeadArgs),
+    /// List the pieces a file splits into for parallel reading, one JSON object per line
+    #[command(after_help = fragments::AFTER_HELP)]
+    Fragments(FragmentsArgs),
     /// List the formats, their extensions and what this build reads and writes
     Formats,
 }
@@ -64,7 +68,8 @@ enum Command {
 struct ConvertArgs {
     /// The file (or directory) to read
     input: PathBuf,
-    /// The file to write; replaced only when the conversion succeeds
+    /// The file to write; replaced only when the conversion succeeds. `-` is standard output,
+    /// for the formats that stream (arrows, the default there; csv; ndjson)
     output: PathBuf,
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
@@ -81,6 +86,13 @@ struct ConvertArgs {
     /// Rows per batch passed from the reader to the writer
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_SIZE, value_parser = parse_positive)]
     batch_size: usize,
+    /// Convert only fragment K of the listing `arrowsmith fragments INPUT` prints (with the
+    /// same --target-rows and format options)
+    #[arg(long, value_name = "K")]
+    fragment: Option<usize>,
+    /// With --fragment: about N rows per fragment [default: 1048576]
+    #[arg(long, value_name = "N", value_parser = parse_positive, requires = "fragment")]
+    target_rows: Option<usize>,
     /// Output compression: parquet none|snappy|gzip|lz4|zstd|brotli (default zstd), arrow and
     /// arrows none|lz4|zstd (default none); a level as zstd:9; dataseries
     /// none|lzo|zlib|bz2|lzf|snappy|lz4|lz4hc, several comma-separated, or best (default zlib:6)
@@ -215,6 +227,61 @@ struct InspectArgs {
 }
 
 #[derive(Debug, Args)]
+struct FragmentsArgs {
+    /// The file (or directory) to split
+    input: PathBuf,
+    /// Input format [default: from the content, then the extension]
+    #[arg(long, value_name = "FMT", value_parser = parse_format)]
+    from: Option<Format>,
+    /// About N rows per fragment; each holds at least one of the format's units
+    #[arg(long, value_name = "N", default_value_t = arrowsmith::DEFAULT_TARGET_ROWS, value_parser = parse_positive)]
+    target_rows: usize,
+    /// filo-vector input: the vector's element type (Filo bytes do not record it)
+    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
+    filo_type: Option<arrowsmith::filo::FiloType>,
+    #[command(flatten)]
+    vs_read: VsReadArgs,
+    #[command(flatten)]
+    ds_read: DsReadArgs,
+}
+
+/// VS input options (fragments).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct VsReadArgs {
+    /// VS input: accept a file that ends at a block boundary without its '$' terminal
+    #[arg(long, help_heading = "Format options")]
+    pub(crate) lenient_eof: bool,
+    /// VS input: varint byte order, leb128 (the format's) or msb-first (upstream's prototype)
+    #[arg(long, value_name = "ORDER", value_parser = parse_varint, help_heading = "Format options")]
+    pub(crate) varint: Option<arrowsmith::vs::VarintOrder>,
+}
+
+impl VsReadArgs {
+    pub(crate) fn options(&self) -> arrowsmith::vs::VsReadOptions {
+        vs_read_options(self.lenient_eof, self.varint, None)
+    }
+}
+
+/// The VS reader's settings from the command line's.
+pub(crate) fn vs_read_options(
+    lenient_eof: bool,
+    varint: Option<arrowsmith::vs::VarintOrder>,
+    app_data: Option<arrowsmith::vs::AppDataMode>,
+) -> arrowsmith::vs::VsReadOptions {
+    let mut options = arrowsmith::vs::VsReadOptions::default();
+    if lenient_eof {
+        options.parse.eof = arrowsmith::vs::EofMode::Lenient;
+    }
+    if let Some(order) = varint {
+        options.parse.varint = order;
+    }
+    if let Some(mode) = app_data {
+        options.app_data = mode;
+    }
+    options
+}
+
+#[derive(Debug, Args)]
 struct HeadArgs {
     /// The file (or directory) to read
     input: PathBuf,
@@ -287,6 +354,22 @@ pub(crate) fn print_out(text: &str) -> CliResult {
     }
 }
 
+/// The library names its settings as Python keywords and SQL `OPTIONS` keys do
+/// (`bcolz_nulls_as_nan`); a command-line user types them as flags.
+const SETTING_FLAGS: &[(&str, &str)] = &[
+    ("the bcolz_nulls_as_nan option", "--bcolz-nulls-as-nan"),
+    ("bcolz_nulls_as_nan", "--bcolz-nulls-as-nan"),
+];
+
+/// An error message with the library's setting names spelled as this command line's flags.
+pub(crate) fn cli_spelling(message: &str) -> String {
+    SETTING_FLAGS
+        .iter()
+        .fold(message.to_string(), |text, (setting, flag)| {
+            text.replace(setting, flag)
+        })
+}
+
 /// Writes one line to standard error, whatever became of it.
 pub(crate) fn print_err(line: &str) {
     // One line: messages from libraries may hold line breaks.
@@ -329,6 +412,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => Some(a.input.clone()),
         Command::Inspect(a) => Some(a.input.clone()),
         Command::Head(a) => Some(a.input.clone()),
+        Command::Fragments(a) => Some(a.input.clone()),
         Command::Formats => None,
     };
 
@@ -362,7 +446,7 @@ fn main() -> ExitCode {
             ExitCode::from(u8::try_from(128 + signal).unwrap_or(130))
         }
         Ok(Err(Failure::Error(e))) => {
-            print_err(&format!("error: {e}"));
+            print_err(&format!("error: {}", cli_spelling(&e.to_string())));
             if e.class().is_usage() {
                 ExitCode::from(2)
             } else {
@@ -388,9 +472,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> CliResult {
     match cli.command {
-        Command::Convert(args) => convert::run(args),
+        Command::Convert(args) => convert::run(*args),
         Command::Inspect(args) => inspect::run(args),
         Command::Head(args) => head::run(args),
+        Command::Fragments(args) => fragments::run(args),
         Command::Formats => formats::run(),
     }
 }

@@ -18,7 +18,7 @@ use super::writer::{
 };
 use super::NullPolicy;
 use crate::error::{Error, ErrorClass, Result};
-use crate::{BatchWriter, WriteSummary};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// Appends record batches to an existing bcolz directory.
 pub struct Appender {

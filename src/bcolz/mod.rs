@@ -14,7 +14,7 @@ mod writer;
 
 pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
-pub use reader::{schema_of, Reader, ReaderBuilder};
+pub use reader::{fragments, schema_of, Reader, ReaderBuilder};
 pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};
 
 /// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).

@@ -26,15 +26,13 @@ use super::background::{self, Pending};
 use super::mapping::{self, Base, DtUnit, ATTRS_KEY, KIND_KEY};
 use super::meta::{self, CarrayInfo, DatasetInfo, Kind};
 use crate::error::{Error, ErrorClass, Result};
+use crate::scan::{split_rows, FragmentRange, FragmentSpan, ScanOptions, DEFAULT_BATCH_SIZE};
 use crate::sentinel::pack_bits;
-use crate::{Projection, DEFAULT_BATCH_SIZE};
 
 /// Builds a bcolz [`Reader`].
 #[derive(Debug, Clone)]
 pub struct ReaderBuilder {
-    batch_size: usize,
-    projection: Option<Projection>,
-    limit: Option<usize>,
+    scan: ScanOptions,
     nat_as_null: bool,
     carray_name: Option<String>,
     read_ahead: usize,
@@ -43,9 +41,7 @@ pub struct ReaderBuilder {
 impl Default for ReaderBuilder {
     fn default() -> Self {
         ReaderBuilder {
-            batch_size: DEFAULT_BATCH_SIZE,
-            projection: None,
-            limit: None,
+            scan: ScanOptions::default(),
             nat_as_null: true,
             carray_name: None,
             read_ahead: 2,
@@ -54,28 +50,14 @@ impl Default for ReaderBuilder {
 }
 
 impl ReaderBuilder {
+    /// A builder with every option at its default: 65,536 rows per batch, every column (a
+    /// column not selected is never opened beyond its metadata), the whole dataset, NaT as
+    /// null, two batches of read-ahead.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Rows per batch (the last batch may be shorter). Default 65 536.
-    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = batch_size.max(1);
-        self
-    }
-
-    /// Reads only these columns, in this order, by index (into `__rootdirs__`) or by name.
-    /// Columns not selected are never opened beyond their metadata.
-    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
-        self.projection = Some(projection.into());
-        self
-    }
-
-    /// Reads at most this many rows.
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
+    crate::scan::scan_setters!();
 
     /// Whether NaT in datetime64/timedelta64 columns becomes an Arrow null (default) or stays
     /// the raw value i64::MIN.
@@ -106,7 +88,7 @@ impl ReaderBuilder {
 
     pub fn build_from_info(self, info: Arc<DatasetInfo>) -> Result<Reader> {
         let all = schema_of(&info, self.nat_as_null);
-        let columns: Vec<usize> = match &self.projection {
+        let columns: Vec<usize> = match &self.scan.projection {
             None => (0..info.columns.len()).collect(),
             Some(p) => p
                 .resolve(info.columns.iter().map(|c| c.name.as_str()))
@@ -120,9 +102,33 @@ impl ReaderBuilder {
             )
             .with_file(&info.path)
         })?;
-        let end = self.limit.map_or(nrows, |l| l.min(nrows));
+        let (first, last) = match self.scan.range {
+            None | Some(FragmentRange::Whole) => (0, nrows),
+            Some(FragmentRange::Rows { start, end }) if start <= end && end <= nrows as u64 => {
+                (start as usize, end as usize)
+            }
+            Some(FragmentRange::Rows { start, end }) => {
+                return Err(Error::invalid_argument(format!(
+                    "rows {start}..{end} are not a range of the dataset's {nrows} rows"
+                ))
+                .with_file(&info.path))
+            }
+            Some(other) => return Err(other.wrong_unit("bcolz", "rows").with_file(&info.path)),
+        };
+        let end = self
+            .scan
+            .limit
+            .map_or(last, |l| first + l.min(last - first));
         Ok(Reader {
-            chunks: columns.iter().map(|_| ColumnChunks::default()).collect(),
+            // A fragment's scan starts at the chunk that holds its first row: the chunks
+            // before it are never read.
+            chunks: columns
+                .iter()
+                .map(|&c| ColumnChunks {
+                    queue: VecDeque::new(),
+                    next: first as u64 / info.columns[c].chunklen.max(1),
+                })
+                .collect(),
             sources: columns
                 .iter()
                 .enumerate()
@@ -136,14 +142,35 @@ impl ReaderBuilder {
             info,
             schema,
             columns,
-            next_row: 0,
+            first_row: first,
+            next_row: first,
             end_row: end,
-            batch_size: self.batch_size,
+            batch_size: self.scan.batch_size_or(DEFAULT_BATCH_SIZE),
             read_ahead: self.read_ahead,
             nat_as_null: self.nat_as_null,
             failed: false,
         })
     }
+}
+
+/// The fragments of a bcolz dataset: row ranges on the first column's chunk grid of about
+/// `target_rows` rows, so a fragment reads only its own chunks. Bytes are the sizes of those
+/// chunk files (a stat each, nothing read).
+pub fn fragments(path: &Path, target_rows: usize) -> Result<Vec<FragmentSpan>> {
+    let info = meta::open(path, None)?;
+    let grid = info.columns.first().map_or(1, |c| c.chunklen.max(1));
+    Ok(split_rows(info.nrows, target_rows, grid, |start, end| {
+        info.columns
+            .iter()
+            .map(|c| {
+                let chunklen = c.chunklen.max(1);
+                (start / chunklen..end.div_ceil(chunklen))
+                    .filter_map(|k| std::fs::metadata(c.chunk_path(k)).ok())
+                    .map(|m| m.len())
+                    .sum::<u64>()
+            })
+            .sum()
+    }))
 }
 
 /// The Arrow schema of a dataset (spec B3.3).
@@ -257,6 +284,7 @@ pub struct Reader {
     columns: Vec<usize>,
     sources: Vec<ChunkSource>,
     chunks: Vec<ColumnChunks>,
+    first_row: usize,
     next_row: usize,
     end_row: usize,
     batch_size: usize,
@@ -273,7 +301,7 @@ impl Reader {
 
     /// Rows this reader will yield in all.
     pub fn total_rows(&self) -> usize {
-        self.end_row
+        self.end_row - self.first_row
     }
 
     /// Queues every chunk of rows `..upto` that is not queued yet: with read-ahead on the rayon
@@ -302,11 +330,14 @@ impl Reader {
         let decode = |&(_, slot, k): &(u64, usize, u64)| -> Result<(usize, u64, Decoded)> {
             Ok((slot, k, sources[slot].decode(k)?))
         };
-        let decoded: Vec<(usize, u64, Decoded)> = if wanted.len() > 1 {
-            wanted.par_iter().map(decode).collect::<Result<_>>()?
+        // Collected in order before the first error is taken, so that a damaged file reports
+        // the same (earliest) chunk whichever thread finished first.
+        let decoded: Vec<Result<(usize, u64, Decoded)>> = if wanted.len() > 1 {
+            wanted.par_iter().map(decode).collect()
         } else {
-            wanted.iter().map(decode).collect::<Result<_>>()?
+            wanted.iter().map(decode).collect()
         };
+        let decoded: Vec<(usize, u64, Decoded)> = decoded.into_iter().collect::<Result<_>>()?;
         for (slot, k, chunk) in decoded {
             self.chunks[slot].queue.push_back((k, Chunk::Ready(chunk)));
         }

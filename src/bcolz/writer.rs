@@ -37,7 +37,7 @@ use super::mapping::{self, Base, DType, ATTRS_KEY, DTYPE_KEY, KIND_KEY};
 use super::meta::{is_plain_component, Kind};
 use crate::atomic::AtomicDir;
 use crate::error::{Error, ErrorClass, Result};
-use crate::{BatchWriter, WriteSummary};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// What the writer does with Arrow nulls (bcolz cannot store them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -1089,7 +1089,7 @@ fn merge_carray_attrs(root: &str, field: &str) -> String {
 fn null_error(row: u64) -> Error {
     Error::new(
         ErrorClass::BadValue,
-        "has a null; bcolz cannot store nulls (use NullPolicy::Sentinel or --bcolz-nulls-as-nan to write NaN/NaT in float and temporal columns)",
+        "has a null; bcolz cannot store nulls (set the bcolz_nulls_as_nan option to write them as NaN/NaT in float and temporal columns)",
     )
     .at_row(row)
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::codec::{self, Mode};
 use super::types::{ExtentType, Kind, INDEX_NAME, XMLTYPE_NAME};
-use crate::{Error, ErrorClass, Result};
+use crate::error::{Error, ErrorClass, Result};
 
 pub const HEADER_LEN: usize = 40;
 pub const TRAILER_LEN: usize = 28;

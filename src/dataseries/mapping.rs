@@ -13,10 +13,11 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use super::file::{var_value, ByteOrder, RawExtent};
 use super::types::{ExtentType, Kind, Relative};
-use crate::{Error, ErrorClass, Result};
+use crate::error::{Error, ErrorClass, Result};
 
 /// Which variable32 fields are read as Utf8.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Utf8Fields {
     /// Only fields whose XML says `arrow_type="utf8"`.
     #[default]

@@ -12,6 +12,6 @@ mod writer;
 pub use codec::Mode;
 pub use file::{ByteOrder, DsFile, ExtentHeader, OpenOptions};
 pub use mapping::Utf8Fields;
-pub use reader::{choose_type, Reader, ReaderBuilder};
+pub use reader::{choose_type, fragments, DsReadOptions, Reader, ReaderBuilder};
 pub use types::{ExtentType, Kind};
-pub use writer::{Writer, WriterOptions};
+pub use writer::{DsWriteOptions, Writer, WriterOptions};

@@ -12,14 +12,28 @@ use rayon::prelude::*;
 use super::file::{decode_raw, Checks, DsFile, ExtentHeader, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
-use crate::{Error, ErrorClass, Projection, Result};
+use crate::error::{Error, ErrorClass, Result};
+use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
+
+/// The DataSeries settings of the format-independent
+/// [`FormatOptions`](crate::FormatOptions), as every front end spells them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct DsReadOptions {
+    /// The extent type to read; needed when the file declares several. Default: the one
+    /// type that holds data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    /// Which variable32 fields are read as Utf8. Default: those the XML marks `arrow_type="utf8"`.
+    pub utf8: Utf8Fields,
+    /// Skip the adler32, hash and variable32 checks. Default: run them.
+    pub no_checks: bool,
+}
 
 /// Builds a [`Reader`] of one extent type of a DataSeries file.
 #[derive(Debug, Clone)]
 pub struct ReaderBuilder {
-    batch_size: Option<usize>,
-    projection: Option<Projection>,
-    limit: Option<usize>,
+    scan: ScanOptions,
     type_name: Option<String>,
     utf8: Utf8Fields,
     checks: Checks,
@@ -29,9 +43,7 @@ pub struct ReaderBuilder {
 impl Default for ReaderBuilder {
     fn default() -> Self {
         ReaderBuilder {
-            batch_size: None,
-            projection: None,
-            limit: None,
+            scan: ScanOptions::default(),
             type_name: None,
             utf8: Utf8Fields::Hinted,
             checks: Checks::ALL,
@@ -41,22 +53,14 @@ impl Default for ReaderBuilder {
 }
 
 impl ReaderBuilder {
+    /// A builder with every option at its default: a whole extent per batch, every column,
+    /// the file's one data-holding extent type, checks on.
     pub fn new() -> Self {
         Self::default()
     }
-    /// Rows per batch at most (default: a whole extent per batch).
-    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = Some(batch_size.max(1));
-        self
-    }
-    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
-        self.projection = Some(projection.into());
-        self
-    }
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
+
+    crate::scan::scan_setters!();
+
     /// The extent type to read (needed when the file declares several).
     pub fn with_type(mut self, name: impl Into<String>) -> Self {
         self.type_name = Some(name.into());
@@ -76,6 +80,12 @@ impl ReaderBuilder {
     pub fn with_checks(mut self, on: bool) -> Self {
         self.checks = if on { Checks::ALL } else { Checks::NONE };
         self
+    }
+    /// The extent type, Utf8 fields and checks at once.
+    pub fn with_options(mut self, options: &DsReadOptions) -> Self {
+        self.type_name = options.type_name.clone();
+        self.utf8 = options.utf8.clone();
+        self.with_checks(!options.no_checks)
     }
     /// Scans the extents when the trailer or index is damaged, and skips extents that fail.
     pub fn with_lenient(mut self, lenient: bool) -> Self {
@@ -113,7 +123,7 @@ impl ReaderBuilder {
             .iter()
             .map(|&i| t.fields[i].name.as_str())
             .collect();
-        let columns = match &self.projection {
+        let columns = match &self.scan.projection {
             Some(p) => p.resolve(names.iter().copied()).map_err(|e| file.err(e))?,
             None => (0..names.len()).collect(),
         };
@@ -124,22 +134,27 @@ impl ReaderBuilder {
             columns,
             self.checks.variable32,
         );
+        let (from, to) = match self.scan.range {
+            None | Some(FragmentRange::Whole) => (0, u64::MAX),
+            Some(FragmentRange::Bytes { start, end }) => (start, end),
+            Some(other) => return Err(file.err(other.wrong_unit("DataSeries", "extent offsets"))),
+        };
         let extents: Vec<ExtentHeader> = file
             .extents_of(&t.name)
-            .filter(|e| e.rows > 0)
+            .filter(|e| e.rows > 0 && (from..to).contains(&e.offset))
             .cloned()
             .collect();
         Ok(Reader {
             job: Arc::new(ExtentJob {
                 file,
                 decoder: Arc::new(decoder),
-                batch_size: self.batch_size,
+                batch_size: self.scan.batch_size,
                 checks: self.checks,
             }),
             extents: extents.into(),
             in_flight: VecDeque::new(),
             pending: VecDeque::new(),
-            remaining: self.limit.unwrap_or(usize::MAX),
+            remaining: self.scan.limit.unwrap_or(usize::MAX),
             lenient: self.lenient,
             skipped: Vec::new(),
             failed: false,
@@ -175,6 +190,32 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
             }
         }
     }
+}
+
+/// The fragments of one extent type: runs of its extents (by byte offset) of about
+/// `target_rows` rows each, read from the extent headers alone.
+pub fn fragments(
+    file: &DsFile,
+    type_name: Option<&str>,
+    target_rows: usize,
+) -> Result<Vec<FragmentSpan>> {
+    let t = choose_type(file, type_name).map_err(|e| file.err(e))?;
+    let units = file
+        .extents_of(&t.name)
+        .filter(|e| e.rows > 0)
+        .map(|e| Unit {
+            start: e.offset,
+            end: e.offset + 1,
+            rows: e.rows as u64,
+            bytes: e.len as u64,
+        });
+    let spans = group_units(
+        units,
+        target_rows,
+        |start, end| FragmentRange::Bytes { start, end },
+        FragmentRange::Bytes { start: 0, end: 0 },
+    );
+    Ok(spans)
 }
 
 /// What decoding one extent needs, shared with the threads that decode.

@@ -19,7 +19,22 @@ use super::codec::{self, Mode};
 use super::file::{compact, partly_unpacked_hash, roundup_var, ByteOrder, HEADER_LEN};
 use super::types::{ExtentType, Kind, Relative, INDEX_NAME};
 use crate::atomic::AtomicFile;
-use crate::{BatchWriter, Error, ErrorClass, Result, WriteSummary};
+use crate::error::{Error, ErrorClass, Result};
+use crate::write::{BatchWriter, WriteSummary};
+
+/// The DataSeries settings of the format-independent [`WriteOptions`](crate::WriteOptions),
+/// as every front end spells them (the codecs come from its `compression`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DsWriteOptions {
+    /// Compression level 1..=9 (default 6; 9 with `best`).
+    pub level: Option<u32>,
+    /// Target uncompressed bytes per extent (default 1 MiB).
+    pub extent_size: Option<usize>,
+    /// The extent type's name (default: `dataseries.name` of the schema, else the file stem).
+    pub type_name: Option<String>,
+    /// An ExtentType XML to store verbatim (default: derived from the schema).
+    pub xml: Option<String>,
+}
 
 /// Options of the DataSeries [`Writer`].
 #[derive(Debug, Clone)]
@@ -75,6 +90,25 @@ impl WriterOptions {
     pub fn with_byte_order(mut self, order: ByteOrder) -> Self {
         self.order = order;
         self
+    }
+
+    /// Options from the format-independent settings: the codecs from `compression`, the rest
+    /// from `options`.
+    pub fn from_settings(compression: Option<&str>, options: &DsWriteOptions) -> Result<Self> {
+        let mut o = Self::from_compression(compression)?;
+        if let Some(level) = options.level {
+            o = o.with_level(level);
+        }
+        if let Some(bytes) = options.extent_size {
+            o = o.with_extent_size(bytes);
+        }
+        if let Some(name) = &options.type_name {
+            o = o.with_type_name(name.clone());
+        }
+        if let Some(xml) = &options.xml {
+            o = o.with_extent_type_xml(xml.clone());
+        }
+        Ok(o)
     }
 
     /// Options from a `--compression` value: `MODE[,MODE…][:LEVEL]` (see [`Self::parse_modes`]);

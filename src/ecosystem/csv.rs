@@ -14,10 +14,12 @@ use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
-use crate::atomic::AtomicFile;
-use crate::{
-    BatchWriter, Error, ErrorClass, Format, ReadOptions, Result, WriteOptions, WriteSummary,
-};
+use crate::atomic::StreamOutput;
+use crate::error::{Error, ErrorClass, Result};
+use crate::format::Format;
+use crate::options::WriteOptions;
+use crate::scan::ScanOptions;
+use crate::write::{BatchWriter, WriteSummary};
 
 fn csv_format() -> CsvFormat {
     CsvFormat::default().with_header(true)
@@ -34,7 +36,7 @@ fn infer(reader: &mut BufReader<File>, path: &Path) -> Result<(Schema, usize)> {
 
 pub(crate) fn open(
     path: &Path,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let mut reader = BufReader::new(File::open(path).in_file(path)?);
     let (schema, _) = infer(&mut reader, path)?;
@@ -68,7 +70,7 @@ pub(crate) fn open(
 
 /// Writes record batches into a new CSV file with a header row.
 pub struct Writer {
-    inner: arrow::csv::Writer<AtomicFile>,
+    inner: arrow::csv::Writer<StreamOutput>,
     schema: SchemaRef,
     path: PathBuf,
     rows: u64,
@@ -95,7 +97,7 @@ impl Writer {
             .with_column(i, Some(field.name()))
             .with_file(path));
         }
-        let file = AtomicFile::create(path)?;
+        let file = StreamOutput::create(path)?;
         Ok(Writer {
             inner: WriterBuilder::new().with_header(true).build(file),
             schema,

@@ -22,20 +22,48 @@ use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
-use crate::atomic::AtomicFile;
-use crate::{BatchWriter, Error, ErrorClass, ReadOptions, Result, WriteOptions, WriteSummary};
+use crate::atomic::{AtomicFile, StreamOutput};
+use crate::error::{Error, ErrorClass, Result};
+use crate::options::WriteOptions;
+use crate::scan::{FragmentRange, ScanOptions};
+use crate::write::{BatchWriter, WriteSummary};
 
 pub(crate) fn open_file(
     path: &Path,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let reader = IpcReader::open_file(path).map_err(|e| e.with_file(path))?;
+    let mut reader = IpcReader::open_file(path).map_err(|e| e.with_file(path))?;
+    if let Source::File { blocks, .. } = &mut reader.source {
+        match options.range {
+            None | Some(FragmentRange::Whole) => {}
+            Some(FragmentRange::Batches { start, end }) => {
+                let count = blocks.len() as u64;
+                if start > end || end > count {
+                    return Err(Error::invalid_argument(format!(
+                        "batches {start}..{end} are not a range of the file's {count} record batches"
+                    ))
+                    .with_file(path));
+                }
+                let chosen: Vec<Block> = blocks
+                    .as_slice()
+                    .get(start as usize..end as usize)
+                    .unwrap_or_default()
+                    .to_vec();
+                *blocks = chosen.into_iter();
+            }
+            Some(other) => {
+                return Err(other
+                    .wrong_unit("Arrow IPC file", "record batches")
+                    .with_file(path))
+            }
+        }
+    }
     adapt(reader, path, options)
 }
 
 pub(crate) fn open_stream(
     path: &Path,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let reader = IpcReader::open_stream(path).map_err(|e| e.with_file(path))?;
     adapt(reader, path, options)
@@ -48,7 +76,7 @@ pub const STDIN_NAME: &str = "<stdin>";
 /// size is unknown, so buffers grow with the bytes that actually arrive rather than with the
 /// lengths the messages claim.
 pub(crate) fn open_stdin_stream(
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let path = Path::new(STDIN_NAME);
     let reader =
@@ -59,7 +87,7 @@ pub(crate) fn open_stdin_stream(
 fn adapt(
     mut reader: IpcReader,
     path: &Path,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let mut schema = reader.schema.clone();
     let mut order = None;
@@ -592,7 +620,7 @@ pub fn compression(spec: Option<&str>) -> Result<(Option<CompressionType>, Optio
 
 enum Inner {
     File(FileWriter<AtomicFile>),
-    Stream(StreamWriter<AtomicFile>),
+    Stream(StreamWriter<StreamOutput>),
 }
 
 /// Writes record batches into a new Arrow IPC file or stream.
@@ -634,7 +662,7 @@ impl Writer {
         options: &WriteOptions,
     ) -> Result<Writer> {
         let ipc_options = Self::options(path, options)?;
-        let file = AtomicFile::create(path)?;
+        let file = StreamOutput::create(path)?;
         let inner = StreamWriter::try_new_with_options(file, &schema, ipc_options).in_file(path)?;
         Ok(Writer {
             inner: Inner::Stream(inner),
@@ -656,12 +684,10 @@ impl BatchWriter for Writer {
     }
 
     fn finish(self: Box<Self>) -> Result<WriteSummary> {
-        let file = match self.inner {
-            Inner::File(w) => w.into_inner(),
-            Inner::Stream(w) => w.into_inner(),
+        match self.inner {
+            Inner::File(w) => w.into_inner().in_file(&self.path)?.commit()?,
+            Inner::Stream(w) => w.into_inner().in_file(&self.path)?.commit()?,
         }
-        .in_file(&self.path)?;
-        file.commit()?;
         Ok(WriteSummary {
             rows: self.rows,
             warnings: Vec::new(),

@@ -22,7 +22,12 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
-use crate::{BatchWriter, Error, ErrorClass, Format, ReadOptions, Result, WriteOptions};
+use crate::error::{Error, ErrorClass, Result};
+use crate::format::Format;
+use crate::options::WriteOptions;
+use crate::scan::ScanOptions;
+use crate::scan::{group_units, FragmentRange, FragmentSpan, Unit};
+use crate::write::BatchWriter;
 
 /// How many records the CSV and NDJSON readers look at to infer a schema.
 pub const INFER_SCHEMA_RECORDS: usize = 1000;
@@ -35,15 +40,67 @@ const MAX_BATCH_SIZE: usize = 1 << 24;
 pub fn open(
     path: &Path,
     format: Format,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     match format {
         Format::Parquet => parquet::open(path, options),
         Format::Arrow => ipc::open_file(path, options),
-        Format::ArrowStream => ipc::open_stream(path, options),
-        Format::Csv => csv::open(path, options),
-        Format::Ndjson => ndjson::open(path, options),
+        Format::ArrowStream | Format::Csv | Format::Ndjson => {
+            whole_only(format, options, path)?;
+            match format {
+                Format::ArrowStream => ipc::open_stream(path, options),
+                Format::Csv => csv::open(path, options),
+                _ => ndjson::open(path, options),
+            }
+        }
         other => Err(not_ecosystem(other).with_file(path)),
+    }
+}
+
+/// The fragments of a Parquet file (runs of row groups), an Arrow IPC file (runs of record
+/// batches), or the one fragment of a stream, CSV or NDJSON file, from footers and message
+/// headers alone.
+pub fn fragments(path: &Path, format: Format, target_rows: usize) -> Result<Vec<FragmentSpan>> {
+    let spans = match format {
+        Format::Parquet => {
+            let info = parquet::describe(path)?;
+            let units = info.row_groups.iter().enumerate().map(|(i, g)| Unit {
+                start: i as u64,
+                end: i as u64 + 1,
+                rows: g.num_rows.max(0) as u64,
+                bytes: g.compressed_size.max(0) as u64,
+            });
+            let range = |start, end| FragmentRange::RowGroups { start, end };
+            group_units(units, target_rows, range, range(0, 0))
+        }
+        Format::Arrow => {
+            let info = ipc::describe_file(path)?;
+            let units = info.batches.iter().enumerate().map(|(i, b)| Unit {
+                start: i as u64,
+                end: i as u64 + 1,
+                rows: b.rows,
+                bytes: b.metadata_length + b.body_length,
+            });
+            let range = |start, end| FragmentRange::Batches { start, end };
+            group_units(units, target_rows, range, range(0, 0))
+        }
+        Format::ArrowStream => {
+            let info = ipc::describe_stream(path)?;
+            vec![crate::fragment::whole(path, Some(info.num_rows))?]
+        }
+        Format::Csv | Format::Ndjson => vec![crate::fragment::whole(path, None)?],
+        other => return Err(not_ecosystem(other).with_file(path)),
+    };
+    Ok(spans)
+}
+
+/// Refuses a fragment range other than the whole input, for the formats read whole.
+fn whole_only(format: Format, options: &ScanOptions, path: &Path) -> Result<()> {
+    match options.range {
+        None | Some(FragmentRange::Whole) => Ok(()),
+        Some(other) => Err(other
+            .wrong_unit(format.name(), "the whole input")
+            .with_file(path)),
     }
 }
 
@@ -73,13 +130,15 @@ fn not_ecosystem(format: Format) -> Error {
 }
 
 /// The batch size to hand to a format's reader: at least 1, at most [`MAX_BATCH_SIZE`].
-pub(crate) fn batch_size(options: &ReadOptions) -> usize {
-    options.batch_size.clamp(1, MAX_BATCH_SIZE)
+pub(crate) fn batch_size(options: &ScanOptions) -> usize {
+    options
+        .batch_size_or(crate::scan::DEFAULT_BATCH_SIZE)
+        .clamp(1, MAX_BATCH_SIZE)
 }
 
 /// The batch size for a reader that parses rows as it goes (CSV, NDJSON): no larger than the
 /// row limit, so that it stops parsing where the limit does.
-pub(crate) fn parsing_batch_size(options: &ReadOptions) -> usize {
+pub(crate) fn parsing_batch_size(options: &ScanOptions) -> usize {
     match options.limit {
         Some(limit) => batch_size(options).min(limit.max(1)),
         None => batch_size(options),
@@ -118,7 +177,7 @@ pub(crate) struct ProjectionPlan {
 
 impl ProjectionPlan {
     /// Resolves `options.projection` against `schema`; `None` reads every column.
-    pub fn new(options: &ReadOptions, schema: &Schema, path: &Path) -> Result<Option<Self>> {
+    pub fn new(options: &ScanOptions, schema: &Schema, path: &Path) -> Result<Option<Self>> {
         let Some(projection) = &options.projection else {
             return Ok(None);
         };
@@ -165,7 +224,7 @@ impl<R: Iterator<Item = Result<RecordBatch, ArrowError>>> Adapted<R> {
         inner_schema: SchemaRef,
         path: &Path,
         order: Option<Vec<usize>>,
-        options: &ReadOptions,
+        options: &ScanOptions,
     ) -> Result<Self> {
         let schema = match &order {
             Some(order) => Arc::new(
@@ -295,7 +354,7 @@ mod tests {
 
     #[test]
     fn projection_plans_read_in_file_order() {
-        let options = ReadOptions {
+        let options = ScanOptions {
             projection: Some(vec!["c", "a", "c"].into()),
             ..Default::default()
         };
@@ -305,7 +364,7 @@ mod tests {
         assert_eq!(plan.read, vec![0, 2]);
         assert_eq!(plan.order, Some(vec![1, 0, 1]));
 
-        let options = ReadOptions {
+        let options = ScanOptions {
             projection: Some(vec![0usize, 2].into()),
             ..Default::default()
         };
@@ -317,7 +376,7 @@ mod tests {
 
     #[test]
     fn unknown_columns_are_usage_errors_naming_the_file() {
-        let options = ReadOptions {
+        let options = ScanOptions {
             projection: Some(vec!["zz"].into()),
             ..Default::default()
         };

@@ -15,8 +15,12 @@ use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
-use crate::atomic::AtomicFile;
-use crate::{BatchWriter, Format, ReadOptions, Result, WriteOptions, WriteSummary};
+use crate::atomic::StreamOutput;
+use crate::error::Result;
+use crate::format::Format;
+use crate::options::WriteOptions;
+use crate::scan::ScanOptions;
+use crate::write::{BatchWriter, WriteSummary};
 
 fn infer(reader: &mut BufReader<File>, path: &Path) -> Result<(Schema, usize)> {
     let inferred = infer_json_schema(&mut *reader, Some(INFER_SCHEMA_RECORDS)).in_file(path)?;
@@ -26,7 +30,7 @@ fn infer(reader: &mut BufReader<File>, path: &Path) -> Result<(Schema, usize)> {
 
 pub(crate) fn open(
     path: &Path,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let mut reader = BufReader::new(File::open(path).in_file(path)?);
     let (schema, _) = infer(&mut reader, path)?;
@@ -51,7 +55,7 @@ pub(crate) fn open(
 
 /// Writes record batches into a new NDJSON file, nulls written as `null`.
 pub struct Writer {
-    inner: arrow::json::Writer<AtomicFile, LineDelimited>,
+    inner: arrow::json::Writer<StreamOutput, LineDelimited>,
     path: PathBuf,
     rows: u64,
 }
@@ -59,7 +63,7 @@ pub struct Writer {
 impl Writer {
     pub fn try_new(path: &Path, _schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
         super::no_compression(Format::Ndjson, options, path)?;
-        let file = AtomicFile::create(path)?;
+        let file = StreamOutput::create(path)?;
         Ok(Writer {
             // Explicit nulls keep a column that is null in every row.
             inner: WriterBuilder::new().with_explicit_nulls(true).build(file),

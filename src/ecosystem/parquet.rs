@@ -16,14 +16,17 @@ use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
 use crate::atomic::AtomicFile;
-use crate::{BatchWriter, Error, ReadOptions, Result, WriteOptions, WriteSummary};
+use crate::error::{Error, Result};
+use crate::options::WriteOptions;
+use crate::scan::{FragmentRange, ScanOptions};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// The zstd level written when `--compression zstd` names none (zstd's own default).
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 
 pub(crate) fn open(
     path: &Path,
-    options: &ReadOptions,
+    options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let file = File::open(path).in_file(path)?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).in_file(path)?;
@@ -39,6 +42,20 @@ pub(crate) fn open(
         order = plan.order;
     }
     builder = builder.with_batch_size(super::batch_size(options));
+    match options.range {
+        None | Some(FragmentRange::Whole) => {}
+        Some(FragmentRange::RowGroups { start, end }) => {
+            let groups = builder.metadata().num_row_groups() as u64;
+            if start > end || end > groups {
+                return Err(Error::invalid_argument(format!(
+                    "row groups {start}..{end} are not a range of the file's {groups} row groups"
+                ))
+                .with_file(path));
+            }
+            builder = builder.with_row_groups((start as usize..end as usize).collect());
+        }
+        Some(other) => return Err(other.wrong_unit("Parquet", "row groups").with_file(path)),
+    }
     if let Some(limit) = options.limit {
         builder = builder.with_limit(limit);
     }

@@ -17,7 +17,7 @@ pub const DATETIME_MILLIS: &str = "millis";
 pub const DATETIME_TZ: &str = "tz_offset_quarter_hours";
 
 /// The element type of a Filo vector: filo-scala's column classes, plus arrowsmith's Binary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FiloType {
     Int,
     Long,

@@ -19,7 +19,8 @@ use super::encode::{encode, EncodeOptions, Hint};
 use super::mapping::{set_field, FiloType};
 use crate::atomic::AtomicDir;
 use crate::error::{Error, ErrorClass, Result};
-use crate::{BatchWriter, Projection, WriteSummary};
+use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// The `format` value of a Filo set's `schema.json`.
 pub const SET_FORMAT: &str = "arrowsmith-filo-set";
@@ -180,55 +181,64 @@ pub fn read_column_chunk(
     decode_rows(&map, &data_type, rows).map_err(located)
 }
 
-/// Configures and opens a [`Reader`] of a Filo set.
-#[derive(Debug, Clone)]
-pub struct ReaderBuilder {
-    batch_size: Option<usize>,
-    projection: Option<Projection>,
-    limit: Option<usize>,
+/// The fragments of a Filo set: runs of chunks of about `target_rows` rows, from
+/// `schema.json` alone; bytes are the sizes of the chunks' column files (a stat each).
+pub fn fragments(dir: &Path, target_rows: usize) -> Result<Vec<FragmentSpan>> {
+    let info = SetInfo::open(dir)?;
+    let units = info.chunks.iter().enumerate().map(|(k, &rows)| Unit {
+        start: k as u64,
+        end: k as u64 + 1,
+        rows: rows as u64,
+        bytes: (0..info.columns.len())
+            .filter_map(|c| std::fs::metadata(column_file(dir, k, c)).ok())
+            .map(|m| m.len())
+            .sum(),
+    });
+    Ok(group_units(
+        units,
+        target_rows,
+        |start, end| FragmentRange::Chunks { start, end },
+        FragmentRange::Chunks { start: 0, end: 0 },
+    ))
 }
 
-impl Default for ReaderBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
+/// Configures and opens a [`Reader`] of a Filo set.
+#[derive(Debug, Clone, Default)]
+pub struct ReaderBuilder {
+    scan: ScanOptions,
 }
 
 impl ReaderBuilder {
+    /// A builder with every option at its default: one batch per chunk, every column (only
+    /// the selected columns' files are opened), every chunk.
     pub fn new() -> Self {
-        ReaderBuilder {
-            batch_size: None,
-            projection: None,
-            limit: None,
-        }
+        Self::default()
     }
 
-    /// Splits chunks into batches of at most this many rows (default: one batch per chunk).
-    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = Some(batch_size.max(1));
-        self
-    }
-
-    /// Reads only these columns (by index or name), in this order; only their files are opened.
-    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
-        self.projection = Some(projection.into());
-        self
-    }
-
-    /// Reads at most this many rows.
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
+    crate::scan::scan_setters!();
 
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let dir = path.as_ref().to_path_buf();
         let info = SetInfo::open(&dir)?;
-        let columns = match &self.projection {
+        let columns = match &self.scan.projection {
             None => (0..info.columns.len()).collect(),
             Some(p) => p
                 .resolve(info.columns.iter().map(|c| c.name.as_str()))
                 .map_err(|e| e.with_file(&dir))?,
+        };
+        let count = info.chunks.len() as u64;
+        let (first, last) = match self.scan.range {
+            None | Some(FragmentRange::Whole) => (0, count),
+            Some(FragmentRange::Chunks { start, end }) if start <= end && end <= count => {
+                (start, end)
+            }
+            Some(FragmentRange::Chunks { start, end }) => {
+                return Err(Error::invalid_argument(format!(
+                    "chunks {start}..{end} are not a range of the set's {count} chunks"
+                ))
+                .with_file(&dir))
+            }
+            Some(other) => return Err(other.wrong_unit("Filo set", "chunks").with_file(&dir)),
         };
         let full = info.schema();
         let schema = Arc::new(full.project(&columns)?);
@@ -237,9 +247,10 @@ impl ReaderBuilder {
             info,
             columns,
             schema,
-            batch_size: self.batch_size,
-            remaining: self.limit.map_or(u64::MAX, |l| l as u64),
-            next_chunk: 0,
+            batch_size: self.scan.batch_size,
+            remaining: self.scan.limit.map_or(u64::MAX, |l| l as u64),
+            next_chunk: first as usize,
+            end_chunk: last as usize,
             current: None,
         })
     }
@@ -254,6 +265,8 @@ pub struct Reader {
     batch_size: Option<usize>,
     remaining: u64,
     next_chunk: usize,
+    /// One past the last chunk to read.
+    end_chunk: usize,
     /// The chunk being handed out and how far.
     current: Option<(RecordBatch, usize)>,
 }
@@ -295,7 +308,7 @@ impl Reader {
                     return Ok(Some(out));
                 }
             }
-            if self.next_chunk >= self.info.chunks.len() {
+            if self.next_chunk >= self.end_chunk {
                 return Ok(None);
             }
             let batch = self.read_chunk(self.next_chunk)?;

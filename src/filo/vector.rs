@@ -12,7 +12,7 @@ use super::encode::{encode, EncodeOptions};
 use super::mapping::FiloType;
 use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
-use crate::{BatchWriter, WriteSummary};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// The name of the one column of a bare vector read as a table.
 pub const VECTOR_COLUMN: &str = "value";

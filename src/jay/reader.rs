@@ -29,8 +29,8 @@ use rayon::prelude::*;
 use super::mapping::{JayType, NKEYS_METADATA_KEY};
 use super::meta::{self, BufferRange, ColumnInfo, FrameInfo, Layout};
 use crate::error::{Error, ErrorClass, Result};
+use crate::scan::{split_rows, FragmentRange, FragmentSpan, ScanOptions, DEFAULT_BATCH_SIZE};
 use crate::sentinel::{self, pack_bits, Sentinel};
-use crate::{Projection, DEFAULT_BATCH_SIZE};
 
 /// Rows × columns below which a batch is decoded on the calling thread.
 const PARALLEL_THRESHOLD: usize = 1 << 16;
@@ -179,47 +179,20 @@ fn aligned_copy(bytes: &[u8]) -> Buffer {
 }
 
 /// Builds a Jay [`Reader`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReaderBuilder {
-    batch_size: usize,
-    projection: Option<Projection>,
-    limit: Option<usize>,
+    scan: ScanOptions,
     copy: bool,
 }
 
-impl Default for ReaderBuilder {
-    fn default() -> Self {
-        ReaderBuilder {
-            batch_size: DEFAULT_BATCH_SIZE,
-            projection: None,
-            limit: None,
-            copy: false,
-        }
-    }
-}
-
 impl ReaderBuilder {
+    /// A builder with every option at its default: 65,536 rows per batch, every column, the
+    /// whole file, mapped rather than copied.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Rows per batch (the last batch may be shorter). Default 65 536.
-    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = batch_size.max(1);
-        self
-    }
-
-    /// Reads only these columns, in this order, by index or by name.
-    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
-        self.projection = Some(projection.into());
-        self
-    }
-
-    /// Reads at most this many rows.
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
+    crate::scan::scan_setters!();
 
     /// Reads the file into memory instead of mapping it.
     pub fn with_copy(mut self, copy: bool) -> Self {
@@ -243,7 +216,7 @@ impl ReaderBuilder {
 
     pub fn build_from_file(self, file: Arc<JayFile>) -> Result<Reader> {
         let all = file.schema();
-        let columns = match &self.projection {
+        let columns = match &self.scan.projection {
             None => (0..all.fields().len()).collect(),
             Some(p) => p
                 .resolve(all.fields().iter().map(|f| f.name().as_str()))
@@ -262,17 +235,46 @@ impl ReaderBuilder {
                 file.path(),
             )
         })?;
-        let end = self.limit.map_or(nrows, |l| l.min(nrows));
+        let (first, last) = match self.scan.range {
+            None | Some(FragmentRange::Whole) => (0, nrows),
+            Some(FragmentRange::Rows { start, end }) if start <= end && end <= nrows as u64 => {
+                (start as usize, end as usize)
+            }
+            Some(FragmentRange::Rows { start, end }) => {
+                return Err(attach_path(
+                    Error::invalid_argument(format!(
+                        "rows {start}..{end} are not a range of the file's {nrows} rows"
+                    )),
+                    file.path(),
+                ))
+            }
+            Some(other) => return Err(attach_path(other.wrong_unit("Jay", "rows"), file.path())),
+        };
+        let end = self
+            .scan
+            .limit
+            .map_or(last, |l| first + l.min(last - first));
         Ok(Reader {
             file,
             schema,
             columns,
-            next_row: 0,
+            first_row: first,
+            next_row: first,
             end_row: end,
-            batch_size: self.batch_size,
+            batch_size: self.scan.batch_size_or(DEFAULT_BATCH_SIZE),
             failed: false,
         })
     }
+}
+
+/// The fragments of a Jay file: row ranges of `target_rows` rows (its columns are contiguous,
+/// so a fragment may start at any row). Bytes are the file's data bytes pro rata.
+pub fn fragments(file: &JayFile, target_rows: usize) -> Result<Vec<FragmentSpan>> {
+    let rows = file.info.nrows;
+    let size = file.bytes.len() as u64;
+    Ok(split_rows(rows, target_rows, 1, |start, end| {
+        ((end - start) as u128 * size as u128 / rows.max(1) as u128) as u64
+    }))
 }
 
 /// The record batches of a Jay file, in row order.
@@ -280,6 +282,7 @@ pub struct Reader {
     file: Arc<JayFile>,
     schema: SchemaRef,
     columns: Vec<usize>,
+    first_row: usize,
     next_row: usize,
     end_row: usize,
     batch_size: usize,
@@ -294,7 +297,7 @@ impl Reader {
 
     /// Rows this reader will yield in all.
     pub fn total_rows(&self) -> usize {
-        self.end_row
+        self.end_row - self.first_row
     }
 
     fn read_batch(&self, start: usize, len: usize) -> Result<RecordBatch> {

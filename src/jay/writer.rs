@@ -31,8 +31,9 @@ use super::mapping::WriteMapping;
 use super::meta::{BufferRange, HEADER, TRAILER};
 use crate::atomic::AtomicFile;
 use crate::error::ErrorClass;
+use crate::error::{Error, Result};
 use crate::sentinel::CollisionPolicy;
-use crate::{BatchWriter, Error, Result, WriteSummary};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// Encoded bytes the writer keeps in memory before it spills them to its spool file.
 const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;

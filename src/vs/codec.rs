@@ -23,7 +23,8 @@ pub const BLOCK_HEADER: usize = 5;
 pub const DEFAULT_MAX_VARIABLE_VECTOR: usize = u32::MAX as usize;
 
 /// Varint byte order (spec §1.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum VarintOrder {
     /// Protocol Buffers LEB128, least significant group first (the format's rule).
     #[default]
@@ -33,7 +34,8 @@ pub enum VarintOrder {
 }
 
 /// What a reader does at the end of the file (spec §8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EofMode {
     /// A file without `'$'` is an error.
     #[default]
@@ -43,7 +45,8 @@ pub enum EofMode {
 }
 
 /// What a reader does with a block type it does not know (spec §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum UnknownBlocks {
     #[default]
     Skip,
@@ -51,7 +54,8 @@ pub enum UnknownBlocks {
 }
 
 /// The options that change how bytes are parsed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ParseOptions {
     pub varint: VarintOrder,
     pub eof: EofMode,

@@ -19,7 +19,8 @@ pub enum LockKind {
 }
 
 /// Whether to wait for the lock or fail at once with "file is locked".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LockWait {
     #[default]
     Block,

@@ -16,7 +16,8 @@ pub use codec::{EofMode, Meta, ParseOptions, UnknownBlocks, VarintOrder};
 pub use lock::{LockKind, LockWait};
 pub use mapping::{Compression, Resolution};
 pub use reader::{
-    schema_for, AppDataMode, BlockInfo, Description, Reader, ReaderBuilder, VsFile, VsReadOptions,
+    fragments, schema_for, AppDataMode, BlockInfo, Description, Reader, ReaderBuilder, VsFile,
+    VsReadOptions,
 };
 pub use writer::{
     append, compact, delete_ordinal, delete_point, write_file, AppendSummary, CompactSummary,

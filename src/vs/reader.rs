@@ -27,7 +27,7 @@ use super::mapping::*;
 use super::msgpack_json::{self, JsonFailure};
 use super::vector_codec::VectorDecoder;
 use crate::error::{Error, ErrorClass, Result};
-use crate::Projection;
+use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 
 /// Rows per batch unless the caller chooses.
 pub const DEFAULT_BATCH_SIZE: usize = 1024;
@@ -36,7 +36,8 @@ pub const DEFAULT_BATCH_SIZE: usize = 1024;
 const CHUNK_ROWS: usize = 256;
 
 /// How `app_data` (and JSON-resolution elements) reach Arrow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AppDataMode {
     /// JSON text in a `Utf8` column tagged `arrow.json`.
     #[default]
@@ -46,7 +47,8 @@ pub enum AppDataMode {
 }
 
 /// The options of a VS reader that are not common to every format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct VsReadOptions {
     pub parse: ParseOptions,
     pub app_data: AppDataMode,
@@ -270,45 +272,20 @@ fn vector_field(meta: &Meta, exact: bool) -> Field {
 }
 
 /// Builds a VS [`Reader`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReaderBuilder {
-    batch_size: usize,
-    projection: Option<Projection>,
-    limit: Option<usize>,
+    scan: ScanOptions,
     options: VsReadOptions,
 }
 
-impl Default for ReaderBuilder {
-    fn default() -> Self {
-        ReaderBuilder {
-            batch_size: DEFAULT_BATCH_SIZE,
-            projection: None,
-            limit: None,
-            options: VsReadOptions::default(),
-        }
-    }
-}
-
 impl ReaderBuilder {
+    /// A builder with every option at its default: 1,024 rows per batch, every column, the
+    /// whole file, the format's strict end of file, LEB128 varints, app_data as JSON.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Rows per batch (default 1024).
-    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
-        self.batch_size = batch_size.max(1);
-        self
-    }
-
-    pub fn with_projection(mut self, projection: impl Into<Projection>) -> Self {
-        self.projection = Some(projection.into());
-        self
-    }
-
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
+    crate::scan::scan_setters!();
 
     /// All VS-specific options at once.
     pub fn with_options(mut self, options: VsReadOptions) -> Self {
@@ -369,7 +346,7 @@ impl ReaderBuilder {
 
     fn build_from_file(self, file: VsFile) -> Result<Reader> {
         let full = file.schema();
-        let columns = match &self.projection {
+        let columns = match &self.scan.projection {
             None => None,
             Some(p) => Some(
                 p.resolve(full.fields().iter().map(|f| f.name().as_str()))
@@ -380,8 +357,27 @@ impl ReaderBuilder {
             None => full.clone(),
             Some(c) => Arc::new(full.project(c)?),
         };
-        let pos = file.data_start;
-        let done = file.meta.is_none();
+        let (pos, end) = match self.scan.range {
+            None | Some(FragmentRange::Whole) => (file.data_start, usize::MAX),
+            Some(FragmentRange::Bytes { start, end }) => (
+                usize::try_from(start).unwrap_or(usize::MAX),
+                usize::try_from(end).unwrap_or(usize::MAX),
+            ),
+            Some(other) => {
+                return Err(attach(other.wrong_unit("VS", "block offsets"), file.path()))
+            }
+        };
+        if pos < end && pos < file.data_start {
+            return Err(attach(
+                Error::invalid_argument(format!(
+                    "a fragment cannot start at offset {pos}, before the first block after the \
+                     meta block ({})",
+                    file.data_start
+                )),
+                file.path(),
+            ));
+        }
+        let done = file.meta.is_none() || pos >= end;
         let app_wanted = match (&columns, full.index_of(APP_DATA_COLUMN)) {
             (Some(columns), Ok(app)) => columns.contains(&app),
             _ => true,
@@ -393,10 +389,11 @@ impl ReaderBuilder {
             columns,
             app_wanted,
             decoder: VectorDecoder::default(),
-            batch_size: self.batch_size,
-            left: self.limit.unwrap_or(usize::MAX),
+            batch_size: self.scan.batch_size_or(DEFAULT_BATCH_SIZE),
+            left: self.scan.limit.unwrap_or(usize::MAX),
             walk: Walk {
                 pos,
+                end,
                 pending: VecDeque::new(),
                 deferred: None,
                 done,
@@ -437,6 +434,8 @@ const PREFETCH_DISTANCE: usize = 8192;
 struct Walk {
     /// Offset of the next block to walk.
     pos: usize,
+    /// Where the walk stops: the end of the fragment (`usize::MAX` for the whole file).
+    end: usize,
     /// Point blocks walked but not yet turned into rows: (offset, payload start, length).
     pending: VecDeque<(u64, usize, usize)>,
     /// An error met while walking, reported after the rows before it.
@@ -453,6 +452,10 @@ impl Walk {
         let parse = file.options.parse;
         let mut blocks = Blocks::new(&file.bytes, self.pos, parse.eof);
         while self.pending.len() < want {
+            if blocks.position() >= self.end {
+                self.done = true;
+                break;
+            }
             codec::prefetch(&file.bytes, blocks.position() + PREFETCH_DISTANCE);
             match blocks.next_block() {
                 Ok(Some(block)) => match block.kind {
@@ -972,6 +975,60 @@ impl<'m> BatchBuilder<'m> {
             schema, columns, &options,
         )?)
     }
+}
+
+/// The fragments of a VS file: runs of point blocks of about `target_rows` live points, found
+/// by walking the block headers (nothing is decoded). A run begins at its first point block
+/// and ends past its last one; blank (deleted) and unknown blocks between runs are skipped.
+pub fn fragments(
+    path: &Path,
+    options: VsReadOptions,
+    target_rows: usize,
+) -> Result<Vec<FragmentSpan>> {
+    let file = VsFile::open(path, options)?;
+    let mut failure = None;
+    let spans = if file.meta.is_none() {
+        Vec::new()
+    } else {
+        let mut blocks = Blocks::new(&file.bytes, file.data_start, options.parse.eof);
+        let units = std::iter::from_fn(|| loop {
+            match blocks.next_block() {
+                Ok(Some(block)) if block.kind == codec::POINT => {
+                    let length = (codec::BLOCK_HEADER + block.payload.len()) as u64;
+                    return Some(Unit {
+                        start: block.offset,
+                        end: block.offset + length,
+                        rows: 1,
+                        bytes: length,
+                    });
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) => return None,
+                Err(e) => {
+                    failure = Some(e);
+                    return None;
+                }
+            }
+        });
+        group_units(
+            units,
+            target_rows,
+            |start, end| FragmentRange::Bytes { start, end },
+            FragmentRange::Bytes { start: 0, end: 0 },
+        )
+    };
+    if let Some(e) = failure {
+        return Err(attach(e, file.path()));
+    }
+    if spans.is_empty() {
+        return Ok(vec![FragmentSpan {
+            range: FragmentRange::Bytes { start: 0, end: 0 },
+            rows: 0,
+            rows_exact: true,
+            bytes: 0,
+        }]);
+    }
+    Ok(spans)
 }
 
 /// One block as `inspect` lists it.

@@ -19,7 +19,7 @@ use super::mapping::*;
 use super::vector_codec::VectorEncoder;
 use crate::atomic::AtomicFile;
 use crate::error::{Error, ErrorClass, Result};
-use crate::{BatchWriter, WriteSummary};
+use crate::write::{BatchWriter, WriteSummary};
 
 /// Rows per parallel encoding task.
 const CHUNK_ROWS: usize = 256;

@@ -92,11 +92,8 @@ fn read_through(
         batches: 0,
         error: None,
     };
-    let options = ReadOptions {
-        format: Some(format),
-        filo_type,
-        ..ReadOptions::default()
-    };
+    let mut options = ReadOptions::for_format(format);
+    options.format_options.filo_type = filo_type;
     let reader = match super::dataseries::open(path, &options, ds) {
         Ok(reader) => reader,
         Err(e) => {
@@ -142,17 +139,10 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
             }
         }
     }
-    let schema = super::dataseries::open(
-        path,
-        &ReadOptions {
-            format: Some(format),
-            limit: Some(0),
-            filo_type: args.filo_type,
-            ..ReadOptions::default()
-        },
-        &ds_read,
-    )?
-    .schema();
+    let mut schema_only = ReadOptions::for_format(format);
+    schema_only.scan.limit = Some(0);
+    schema_only.format_options.filo_type = args.filo_type;
+    let schema = super::dataseries::open(path, &schema_only, &ds_read)?.schema();
 
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.

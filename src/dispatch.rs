@@ -1,0 +1,188 @@
+//! One entry point over every format: [`open`] and [`create`] choose the format from the
+//! content or the file name and hand the options to that format's builder.
+
+use std::path::Path;
+
+use arrow_array::RecordBatchReader;
+use arrow_schema::SchemaRef;
+
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::options::{ReadOptions, WriteOptions};
+use crate::write::{BatchWriter, WriteSummary};
+use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
+
+/// Whether `path` names standard input or output (`-`): input is read as an Arrow IPC
+/// stream; output is written as one of the formats that stream (arrows, csv, ndjson).
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// Opens any supported input as a stream of record batches. The path `-` is standard input,
+/// read as an Arrow IPC stream (what `pyarrow`, Polars' `write_ipc_stream` and DataFusion
+/// write to a pipe).
+pub fn open(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let path = path.as_ref();
+    let format = match options.format {
+        Some(f) => f,
+        None => Format::detect(path)?,
+    };
+    if is_stdin(path) {
+        if format != Format::ArrowStream {
+            return Err(Error::invalid_argument(format!(
+                "standard input (-) is read as an Arrow IPC stream (arrows), not as {}",
+                format.name()
+            )));
+        }
+        return ecosystem::ipc::open_stdin_stream(&options.scan);
+    }
+    format.ensure_implemented().map_err(|e| e.with_file(path))?;
+    let scan = options.scan.clone();
+    let formats = &options.format_options;
+    match format {
+        Format::Jay => Ok(Box::new(
+            jay::ReaderBuilder::new().with_scan(scan).build(path)?,
+        )),
+        Format::DataSeries => Ok(Box::new(
+            dataseries::ReaderBuilder::new()
+                .with_scan(scan)
+                .with_options(&formats.dataseries)
+                .build(path)?,
+        )),
+        Format::Bcolz => Ok(Box::new(
+            bcolz::ReaderBuilder::new().with_scan(scan).build(path)?,
+        )),
+        Format::Vs => Ok(Box::new(
+            vs::ReaderBuilder::new()
+                .with_scan(scan)
+                .with_options(formats.vs)
+                .build(path)?,
+        )),
+        Format::Filo => Ok(Box::new(
+            filo::ReaderBuilder::new().with_scan(scan).build(path)?,
+        )),
+        Format::FiloVector => {
+            let filo_type = formats.filo_type.ok_or_else(|| {
+                Error::invalid_argument(
+                    "a bare Filo vector does not say its element type; give it (--filo-type)",
+                )
+                .with_file(path)
+            })?;
+            if scan.projection.is_some() {
+                return Err(Error::invalid_argument(
+                    "a bare Filo vector has one column; it takes no projection",
+                )
+                .with_file(path));
+            }
+            if let Some(range) = scan.range.filter(|r| *r != crate::FragmentRange::Whole) {
+                return Err(range
+                    .wrong_unit("bare Filo vector", "the whole vector")
+                    .with_file(path));
+            }
+            let batch_size = scan.batch_size_or(crate::DEFAULT_BATCH_SIZE);
+            let reader = filo::VectorReader::open(path, filo_type, batch_size, scan.limit)?;
+            Ok(Box::new(reader))
+        }
+        other => ecosystem::open(path, other, &scan),
+    }
+}
+
+/// Creates a writer of any supported format for batches of `schema`.
+pub fn create(
+    path: impl AsRef<Path>,
+    schema: SchemaRef,
+    options: &WriteOptions,
+) -> Result<Box<dyn BatchWriter + Send>> {
+    let path = path.as_ref();
+    let format = match options.format {
+        Some(f) => f,
+        // Standard output has no extension: the IPC stream is what pipes carry.
+        None if is_stdin(path) => Format::ArrowStream,
+        None => Format::for_output(path)?,
+    };
+    format.ensure_implemented().map_err(|e| e.with_file(path))?;
+    if is_stdin(path) && !format.streams() {
+        return Err(Error::invalid_argument(format!(
+            "{format} cannot be written to standard output (-): only arrows, csv and ndjson \
+             stream; give a file name"
+        )));
+    }
+    match format {
+        Format::Jay => {
+            let jay_options =
+                jay::WriterOptions::default().with_sentinel_collisions(options.sentinel_collisions);
+            Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
+        }
+        Format::DataSeries => {
+            let ds_options = dataseries::WriterOptions::from_settings(
+                options.compression.as_deref(),
+                &options.dataseries,
+            )
+            .map_err(|e| e.with_file(path))?;
+            Ok(Box::new(dataseries::Writer::try_new(
+                path, schema, ds_options,
+            )?))
+        }
+        Format::Filo => {
+            let mut filo_options = filo::WriterOptions::default()
+                .with_hint(options.filo_hint.unwrap_or_default())
+                .with_overwrite(true);
+            if let Some(rows) = options.filo_chunk_size {
+                filo_options = filo_options.with_chunk_size(rows);
+            }
+            Ok(Box::new(filo::Writer::try_new(path, schema, filo_options)?))
+        }
+        Format::FiloVector => {
+            let encode =
+                filo::EncodeOptions::default().with_hint(options.filo_hint.unwrap_or_default());
+            Ok(Box::new(filo::VectorWriter::try_new(
+                path,
+                schema,
+                options.filo_type,
+                encode,
+            )?))
+        }
+        Format::Vs => {
+            let mut vs_options = options.vs.clone();
+            if let Some(spec) = &options.compression {
+                vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "VS compression {spec:?}: expected none, gzip or snappy"
+                    ))
+                })?);
+            }
+            Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
+        }
+        Format::Bcolz => {
+            let mut bcolz_options = options.bcolz.clone();
+            if let Some(spec) = &options.compression {
+                bcolz_options = bcolz_options.with_compression(spec)?;
+            }
+            Ok(Box::new(bcolz::Writer::try_new(
+                path,
+                schema,
+                bcolz_options,
+            )?))
+        }
+        other => ecosystem::create(path, other, schema, options),
+    }
+}
+
+/// Streams every batch of `reader` into a new file at `path`: the library form of
+/// `arrowsmith convert`. Works with any `RecordBatchReader`, such as an
+/// `arrow::ffi_stream::ArrowArrayStreamReader` built from an Arrow C stream that DataFusion,
+/// Polars or pyarrow exported.
+pub fn write_all(
+    reader: impl RecordBatchReader,
+    path: impl AsRef<Path>,
+    options: &WriteOptions,
+) -> Result<WriteSummary> {
+    let mut writer = create(path, reader.schema(), options)?;
+    for batch in reader {
+        writer.write(&batch?)?;
+    }
+    writer.finish()
+}
