@@ -19,7 +19,10 @@ use datafusion::catalog::Session;
 use datafusion::common::{GetExt, Statistics};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
-use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    FileScanConfig, FileScanConfigBuilder, FileSinkConfig, FileSource,
+};
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
@@ -30,7 +33,7 @@ use object_store::{ObjectMeta, ObjectStore};
 
 use crate::options::{ArrowsmithOptions, Scan};
 use crate::sink::ArrowsmithSink;
-use crate::source::{core_error, ArrowsmithSource};
+use crate::source::{core_error, fragment_groups, ArrowsmithSource};
 use crate::statistics::file_statistics;
 
 /// Makes [`ArrowsmithFormat`]s of one arrowsmith format, registered under one name.
@@ -178,11 +181,28 @@ impl FileFormat for ArrowsmithFormat {
             .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))
     }
 
+    /// The listed files, split into the core's fragments over the session's partitions.
     async fn create_physical_plan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        let files: Vec<PartitionedFile> = conf
+            .file_groups
+            .iter()
+            .flat_map(|group| group.files().iter().cloned())
+            .collect();
+        let partitions = state.config_options().execution.target_partitions;
+        let format = self.format;
+        let options = Arc::clone(&self.options);
+        let groups = tokio::task::spawn_blocking(move || {
+            fragment_groups(files, format, &options, partitions)
+        })
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
+        let conf = FileScanConfigBuilder::from(conf)
+            .with_file_groups(groups)
+            .build();
         Ok(DataSourceExec::from_data_source(conf))
     }
 

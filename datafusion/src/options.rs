@@ -12,75 +12,32 @@
 //! core reader or writer, so a change of the core's option types stays here.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow::array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
-use arrowsmith::filo::{FiloType, Hint};
+use arrowsmith::dataseries::Utf8Fields;
+use arrowsmith::filo::FiloType;
 use arrowsmith::vs::{AppDataMode, EofMode, VarintOrder};
-use arrowsmith::{dataseries, BatchWriter, CollisionPolicy, Format, ReadOptions, WriteOptions};
+use arrowsmith::{
+    BatchWriter, CollisionPolicy, Format, FormatOptions, Fragment, Projection, ReadOptions,
+    ScanOptions, WriteOptions,
+};
 use datafusion::error::{DataFusionError, Result};
 
-/// Which variable32 fields of a DataSeries file are read as validated Utf8.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Utf8Fields {
-    /// `'format.utf8' 'true'`: every one.
-    All,
-    /// `'format.utf8' 'a,b'`: the named ones.
-    Named(Vec<String>),
-}
-
-/// Format options of one table or one `COPY`, parsed from `'format.*'` keys; every field is
-/// `None` / `false` (the format's default) unless a key set it.
+/// Format options of one table or one `COPY`, parsed from `'format.*'` keys: the core's own
+/// option values, at their defaults unless a key set them.
 #[derive(Debug, Clone, Default)]
 pub struct ArrowsmithOptions {
-    /// DataSeries input: the extent type to read (`'format.type'`).
-    pub ds_type: Option<String>,
-    /// DataSeries input: variable32 fields read as Utf8 (`'format.utf8'`).
-    pub utf8: Option<Utf8Fields>,
-    /// DataSeries input: skip the adler32, hash and variable32 checks (`'format.no_checks'`).
-    pub no_checks: bool,
-    /// filo-vector input or output: the element type (`'format.filo_type'`).
-    pub filo_type: Option<FiloType>,
-    /// VS input: accept a file without its terminal (`'format.lenient_eof'`).
-    pub lenient_eof: bool,
-    /// VS input: varint byte order (`'format.varint'`: `leb128` or `msb-first`).
-    pub varint: Option<VarintOrder>,
-    /// VS input: app_data as `json` text or `msgpack` bytes (`'format.app_data'`).
-    pub app_data: Option<AppDataMode>,
-    /// Output codec, as the command line's `--compression` (`'format.compression'`).
-    pub compression: Option<String>,
-    /// Parquet output: rows per row group (`'format.row_group_size'`).
-    pub row_group_size: Option<usize>,
-    /// Jay output: a valid value equal to a sentinel is written as NA
-    /// (`'format.sentinel_collisions_as_na'`).
-    pub sentinel_collisions_as_na: bool,
-    /// Filo output: rows per chunk (`'format.filo_chunk_size'`).
-    pub filo_chunk_size: Option<usize>,
-    /// Filo output: encoding hint (`'format.filo_encoding'`).
-    pub filo_encoding: Option<Hint>,
-    /// bcolz output: nulls of float and temporal columns as NaN / NaT
-    /// (`'format.bcolz_nulls_as_nan'`).
-    pub bcolz_nulls_as_nan: bool,
-    /// bcolz output: rows per chunk (`'format.bcolz_chunklen'`).
-    pub bcolz_chunklen: Option<u64>,
-    /// bcolz output: shuffle 0, 1 or 2 (`'format.bcolz_shuffle'`).
-    pub bcolz_shuffle: Option<u8>,
-    /// bcolz output: a carray instead of a ctable (`'format.bcolz_carray'`).
-    pub bcolz_carray: bool,
-    /// bcolz output: skip the flush before the rename (`'format.bcolz_no_sync'`).
-    pub bcolz_no_sync: bool,
-    /// bcolz output: replace an existing directory (`'format.overwrite'`).
-    pub overwrite: bool,
-    /// DataSeries output: compression level 1..9 (`'format.compress_level'`).
-    pub compress_level: Option<u32>,
-    /// DataSeries output: target uncompressed bytes per extent (`'format.extent_size'`).
-    pub extent_size: Option<usize>,
-    /// DataSeries output: the type name (`'format.type_name'`).
-    pub type_name: Option<String>,
-    /// DataSeries output: a file holding the ExtentType XML to store (`'format.xml'`).
-    pub xml: Option<PathBuf>,
+    /// Reading: the DataSeries extent type, Utf8 fields and checks (`'format.type'`,
+    /// `'format.utf8'`, `'format.no_checks'`), the VS end-of-file mode, varint order and
+    /// app_data mode (`'format.lenient_eof'`, `'format.varint'`, `'format.app_data'`), the
+    /// element type of a bare Filo vector (`'format.filo_type'`).
+    pub read: FormatOptions,
+    /// Writing: codec, Parquet row groups, Jay sentinel collisions, Filo chunks and encoding,
+    /// bcolz layout, DataSeries level, extent size, type name and XML.
+    pub write: WriteOptions,
 }
 
 /// Every key, and the formats it applies to (reading or writing).
@@ -163,114 +120,145 @@ impl ArrowsmithOptions {
     }
 
     fn set(&mut self, name: &str, value: &str) -> std::result::Result<(), String> {
+        let read = &mut self.read;
+        let write = &mut self.write;
         match name {
-            "type" => self.ds_type = Some(value.to_owned()),
+            "type" => read.dataseries.type_name = Some(value.to_owned()),
             "utf8" => {
-                self.utf8 = match value.trim() {
-                    "true" | "" => Some(Utf8Fields::All),
-                    "false" => None,
-                    names => Some(Utf8Fields::Named(
-                        names.split(',').map(|n| n.trim().to_owned()).collect(),
-                    )),
+                read.dataseries.utf8 = match value.trim() {
+                    "true" | "" => Utf8Fields::All,
+                    "false" => Utf8Fields::Hinted,
+                    names => {
+                        Utf8Fields::Named(names.split(',').map(|n| n.trim().to_owned()).collect())
+                    }
                 }
             }
-            "no_checks" => self.no_checks = flag(value)?,
-            "filo_type" => self.filo_type = Some(value.parse().map_err(core_message)?),
-            "lenient_eof" => self.lenient_eof = flag(value)?,
+            "no_checks" => read.dataseries.no_checks = flag(value)?,
+            "filo_type" => {
+                let filo_type: FiloType = value.parse().map_err(core_message)?;
+                read.filo_type = Some(filo_type);
+                write.filo_type = Some(filo_type);
+            }
+            "lenient_eof" => {
+                read.vs.parse.eof = if flag(value)? {
+                    EofMode::Lenient
+                } else {
+                    EofMode::default()
+                }
+            }
             "varint" => {
-                self.varint = Some(match value {
+                read.vs.parse.varint = match value {
                     "leb128" => VarintOrder::Leb128,
                     "msb-first" | "msb_first" => VarintOrder::MsbFirst,
                     _ => return Err("expected leb128 or msb-first".into()),
-                })
+                }
             }
             "app_data" => {
-                self.app_data = Some(match value {
+                read.vs.app_data = match value {
                     "json" => AppDataMode::Json,
                     "msgpack" => AppDataMode::Msgpack,
                     _ => return Err("expected json or msgpack".into()),
-                })
+                }
             }
-            "compression" => self.compression = Some(value.to_owned()),
-            "row_group_size" => self.row_group_size = Some(positive(value)?),
-            "sentinel_collisions_as_na" => self.sentinel_collisions_as_na = flag(value)?,
-            "filo_chunk_size" => self.filo_chunk_size = Some(positive(value)?),
-            "filo_encoding" => self.filo_encoding = Some(value.parse().map_err(core_message)?),
-            "bcolz_nulls_as_nan" => self.bcolz_nulls_as_nan = flag(value)?,
-            "bcolz_chunklen" => self.bcolz_chunklen = Some(positive(value)? as u64),
+            "compression" => write.compression = Some(value.to_owned()),
+            "row_group_size" => write.row_group_size = Some(positive(value)?),
+            "sentinel_collisions_as_na" => {
+                write.sentinel_collisions = if flag(value)? {
+                    CollisionPolicy::AsNull
+                } else {
+                    CollisionPolicy::default()
+                }
+            }
+            "filo_chunk_size" => write.filo_chunk_size = Some(positive(value)?),
+            "filo_encoding" => write.filo_hint = Some(value.parse().map_err(core_message)?),
+            "bcolz_nulls_as_nan" => {
+                let policy = if flag(value)? {
+                    NullPolicy::Sentinel
+                } else {
+                    NullPolicy::default()
+                };
+                write.bcolz = write.bcolz.clone().with_null_policy(policy);
+            }
+            "bcolz_chunklen" => {
+                write.bcolz = write.bcolz.clone().with_chunklen(positive(value)? as u64)
+            }
             "bcolz_shuffle" => {
-                self.bcolz_shuffle = Some(match value {
-                    "0" => 0,
-                    "1" => 1,
-                    "2" => 2,
-                    _ => return Err("expected 0 (none), 1 (byte) or 2 (bit)".into()),
+                let shuffle = match value {
+                    "0" | "1" | "2" => Shuffle::from_code(value.parse().unwrap_or(1)),
+                    _ => None,
+                }
+                .ok_or("expected 0 (none), 1 (byte) or 2 (bit)")?;
+                write.bcolz = write.bcolz.clone().with_shuffle(shuffle);
+            }
+            "bcolz_carray" => {
+                if flag(value)? {
+                    write.bcolz = write.bcolz.clone().with_kind(bcolz::Kind::Carray);
+                }
+            }
+            "bcolz_no_sync" => write.bcolz = write.bcolz.clone().with_durable(!flag(value)?),
+            "overwrite" => write.bcolz = write.bcolz.clone().with_overwrite(flag(value)?),
+            "compress_level" => {
+                write.dataseries.level = Some(match value.trim().parse() {
+                    Ok(level @ 1..=9) => level,
+                    _ => return Err("expected 1 to 9".into()),
                 })
             }
-            "bcolz_carray" => self.bcolz_carray = flag(value)?,
-            "bcolz_no_sync" => self.bcolz_no_sync = flag(value)?,
-            "overwrite" => self.overwrite = flag(value)?,
-            "compress_level" => {
-                self.compress_level = Some(value.parse().map_err(|_| "expected 1 to 9")?)
+            "extent_size" => write.dataseries.extent_size = Some(positive(value)?),
+            "type_name" => write.dataseries.type_name = Some(value.to_owned()),
+            "xml" => {
+                let text = std::fs::read_to_string(value)
+                    .map_err(|e| format!("cannot read the ExtentType XML: {e}"))?;
+                write.dataseries.xml = Some(text);
             }
-            "extent_size" => self.extent_size = Some(positive(value)?),
-            "type_name" => self.type_name = Some(value.to_owned()),
-            "xml" => self.xml = Some(PathBuf::from(value)),
             other => return Err(format!("no such option {other}")),
         }
         Ok(())
     }
 
-    /// Opens `path` with the core reader of `format`, reading what `scan` asks for.
+    fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
+        ReadOptions {
+            format: Some(format),
+            scan: ScanOptions {
+                batch_size: scan.batch_size,
+                projection: scan.projection.clone().map(Projection::Indices),
+                limit: scan.limit,
+                range: None,
+            },
+            format_options: self.read.clone(),
+        }
+    }
+
+    /// Opens the whole of `path` with the core reader of `format`, reading what `scan` asks.
     pub(crate) fn open(
         &self,
         path: &Path,
         format: Format,
         scan: &Scan,
     ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-        let read = self.read_options(format, scan);
-        if format != Format::DataSeries {
-            return arrowsmith::open(path, &read);
-        }
-        // The DataSeries options are not in the core's `ReadOptions` (yet): the builder takes them.
-        let mut builder = dataseries::ReaderBuilder::new()
-            .with_batch_size(read.batch_size)
-            .with_checks(!self.no_checks);
-        if let Some(projection) = read.projection {
-            builder = builder.with_projection(projection);
-        }
-        if let Some(limit) = read.limit {
-            builder = builder.with_limit(limit);
-        }
-        if let Some(name) = &self.ds_type {
-            builder = builder.with_type(name.clone());
-        }
-        match &self.utf8 {
-            Some(Utf8Fields::All) => builder = builder.with_utf8_all(),
-            Some(Utf8Fields::Named(names)) => builder = builder.with_utf8(names.iter().cloned()),
-            None => {}
-        }
-        Ok(Box::new(builder.build(path)?))
+        arrowsmith::open(path, &self.read_options(format, scan))
     }
 
-    fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
-        let mut vs = arrowsmith::vs::VsReadOptions::default();
-        if self.lenient_eof {
-            vs.parse.eof = EofMode::Lenient;
-        }
-        if let Some(order) = self.varint {
-            vs.parse.varint = order;
-        }
-        if let Some(mode) = self.app_data {
-            vs.app_data = mode;
-        }
-        ReadOptions {
-            format: Some(format),
-            batch_size: scan.batch_size.unwrap_or(arrowsmith::DEFAULT_BATCH_SIZE),
-            projection: scan.projection.clone().map(arrowsmith::Projection::Indices),
-            limit: scan.limit,
-            filo_type: self.filo_type,
-            vs,
-        }
+    /// Opens one fragment (its format and format options are its own) for `scan`.
+    pub(crate) fn open_fragment(
+        &self,
+        fragment: &Fragment,
+        scan: &Scan,
+    ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
+        arrowsmith::open_fragment(fragment, &self.read_options(fragment.format, scan))
+    }
+
+    /// The fragments of `path`: pieces of about `target_rows` rows, from its structure alone.
+    pub(crate) fn fragments(
+        &self,
+        path: &Path,
+        format: Format,
+        target_rows: usize,
+    ) -> arrowsmith::Result<Vec<Fragment>> {
+        arrowsmith::fragments(
+            path,
+            &self.read_options(format, &Scan::default()),
+            target_rows,
+        )
     }
 
     /// Creates the core writer of `format` at `path`: nothing is there until its `finish`.
@@ -280,77 +268,20 @@ impl ArrowsmithOptions {
         format: Format,
         schema: SchemaRef,
     ) -> arrowsmith::Result<Box<dyn BatchWriter + Send>> {
-        let write = self.write_options(format)?;
-        if format != Format::DataSeries {
-            return arrowsmith::create(path, schema, &write);
-        }
-        let mut ds = dataseries::WriterOptions::from_compression(write.compression.as_deref())?;
-        if let Some(level) = self.compress_level {
-            ds = ds.with_level(level);
-        }
-        if let Some(bytes) = self.extent_size {
-            ds = ds.with_extent_size(bytes);
-        }
-        if let Some(name) = &self.type_name {
-            ds = ds.with_type_name(name.clone());
-        }
-        if let Some(xml) = &self.xml {
-            let text = std::fs::read_to_string(xml)
-                .map_err(|e| arrowsmith::Error::from(e).with_file(xml))?;
-            ds = ds.with_extent_type_xml(text);
-        }
-        Ok(Box::new(dataseries::Writer::try_new(path, schema, ds)?))
-    }
-
-    fn write_options(&self, format: Format) -> arrowsmith::Result<WriteOptions> {
-        let mut bcolz = bcolz::WriterOptions::default().with_overwrite(self.overwrite);
-        if self.bcolz_nulls_as_nan {
-            bcolz = bcolz.with_null_policy(NullPolicy::Sentinel);
-        }
-        if let Some(rows) = self.bcolz_chunklen {
-            bcolz = bcolz.with_chunklen(rows);
-        }
-        if let Some(code) = self.bcolz_shuffle {
-            bcolz = bcolz.with_shuffle(Shuffle::from_code(code as i64).unwrap_or_default());
-        }
-        if self.bcolz_carray {
-            bcolz = bcolz.with_kind(bcolz::Kind::Carray);
-        }
-        if self.bcolz_no_sync {
-            bcolz = bcolz.with_durable(false);
-        }
-        Ok(WriteOptions {
+        let write = WriteOptions {
             format: Some(format),
-            compression: self.compression.clone(),
-            row_group_size: self.row_group_size,
-            sentinel_collisions: if self.sentinel_collisions_as_na {
-                CollisionPolicy::AsNull
-            } else {
-                CollisionPolicy::default()
-            },
-            filo_chunk_size: self.filo_chunk_size,
-            filo_hint: self.filo_encoding,
-            filo_type: self.filo_type,
-            vs: Default::default(),
-            bcolz,
-        })
+            ..self.write.clone()
+        };
+        arrowsmith::create(path, schema, &write)
     }
 
-    /// The rows of the table `path` holds, when its metadata says so without decoding data.
+    /// The rows of `path` when its structure says so exactly, without decoding data.
     pub(crate) fn known_rows(&self, path: &Path, format: Format) -> Option<u64> {
-        match format {
-            Format::Jay => arrowsmith::jay::JayFile::open(path)
-                .ok()
-                .map(|f| f.info().nrows),
-            Format::DataSeries => {
-                let file = dataseries::DsFile::open(path, Default::default()).ok()?;
-                let chosen = dataseries::choose_type(&file, self.ds_type.as_deref()).ok()?;
-                Some(file.rows_of(&chosen.name))
-            }
-            Format::Bcolz => bcolz::open_info(path).ok().map(|i| i.nrows),
-            Format::Filo => arrowsmith::filo::SetInfo::open(path).ok().map(|i| i.rows()),
-            _ => None,
-        }
+        let fragments = self.fragments(path, format, usize::MAX).ok()?;
+        fragments
+            .iter()
+            .all(|f| f.rows_exact)
+            .then(|| fragments.iter().map(|f| f.rows).sum())
     }
 }
 
@@ -410,12 +341,10 @@ mod tests {
             Format::DataSeries,
         )
         .unwrap();
-        assert_eq!(options.ds_type.as_deref(), Some("Trace::NFS::common"));
-        assert_eq!(
-            options.utf8,
-            Some(Utf8Fields::Named(vec!["a".into(), "b".into()]))
-        );
-        assert!(options.no_checks);
+        let ds = &options.read.dataseries;
+        assert_eq!(ds.type_name.as_deref(), Some("Trace::NFS::common"));
+        assert_eq!(ds.utf8, Utf8Fields::Named(vec!["a".into(), "b".into()]));
+        assert!(ds.no_checks);
     }
 
     #[test]

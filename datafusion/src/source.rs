@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use arrow::array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::Schema;
-use arrowsmith::Format;
+use arrowsmith::{Format, Fragment, DEFAULT_TARGET_ROWS};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
-    FileOpenFuture, FileOpener, FileScanConfig, FileSource,
+    FileGroup, FileOpenFuture, FileOpener, FileScanConfig, FileSource,
 };
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
 use datafusion::datasource::table_schema::TableSchema;
@@ -163,6 +163,62 @@ impl FileSource for ArrowsmithSource {
     }
 }
 
+/// The core fragment a scan entry reads; an entry without one reads its whole file.
+#[derive(Debug, Clone)]
+pub(crate) struct FragmentOf(pub Fragment);
+
+/// Splits the files of a scan into the core's fragments and deals them into at most
+/// `partitions` groups, so that one big file is read by all partitions at once. Fragments are
+/// about `rows / partitions` rows (no more than the core's default), when the files' row counts
+/// are known; the core never cuts a format's natural unit (an extent, a chunk), so a file has
+/// at most as many fragments as it has units. Blocks: reads each file's structure.
+pub(crate) fn fragment_groups(
+    files: Vec<PartitionedFile>,
+    format: Format,
+    options: &ArrowsmithOptions,
+    partitions: usize,
+) -> Result<Vec<FileGroup>> {
+    let partitions = partitions.max(1);
+    let known_rows: Option<usize> = files
+        .iter()
+        .map(|f| {
+            f.statistics
+                .as_ref()
+                .and_then(|s| s.num_rows.get_value().copied())
+        })
+        .sum();
+    let target_rows = match known_rows {
+        Some(rows) => rows.div_ceil(partitions).clamp(1, DEFAULT_TARGET_ROWS),
+        None => DEFAULT_TARGET_ROWS,
+    };
+    let mut pieces = Vec::new();
+    for file in files {
+        let path = local_path(&file)?;
+        let fragments = options
+            .fragments(&path, format, target_rows)
+            .map_err(core_error)?;
+        for fragment in fragments {
+            // The file's statistics describe the file, not the piece: the scan keeps the
+            // table's totals.
+            let mut piece = file.clone();
+            piece.statistics = None;
+            pieces.push(piece.with_extension(FragmentOf(fragment)));
+        }
+    }
+    let count = partitions.min(pieces.len()).max(1);
+    // Contiguous runs, not round robin: a partition reads neighbouring fragments in order.
+    let per_group = pieces.len().div_ceil(count).max(1);
+    let mut groups: Vec<FileGroup> = Vec::with_capacity(count);
+    let mut pieces = pieces.into_iter().peekable();
+    while pieces.peek().is_some() {
+        groups.push(FileGroup::new(pieces.by_ref().take(per_group).collect()));
+    }
+    if groups.is_empty() {
+        groups.push(FileGroup::new(Vec::new()));
+    }
+    Ok(groups)
+}
+
 /// Where a scanned file is on the local file system: the path a table put in the file's
 /// extensions, else the object store location of a listed file.
 #[derive(Debug, Clone)]
@@ -196,11 +252,15 @@ impl FileOpener for ArrowsmithOpener {
         if rows_only {
             scan.projection = Some(vec![0]);
         }
+        let fragment = file.extension::<FragmentOf>().map(|f| f.0.clone());
         Ok(async move {
-            let reader = tokio::task::spawn_blocking(move || options.open(&path, format, &scan))
-                .await
-                .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
-                .map_err(core_error)?;
+            let reader = tokio::task::spawn_blocking(move || match &fragment {
+                Some(fragment) => options.open_fragment(fragment, &scan),
+                None => options.open(&path, format, &scan),
+            })
+            .await
+            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
+            .map_err(core_error)?;
             let empty = Arc::new(Schema::empty());
             let stream = futures::stream::iter(reader).map(move |batch| {
                 let batch = batch?;

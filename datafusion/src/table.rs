@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::common::Statistics;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
+use datafusion::datasource::physical_plan::FileScanConfigBuilder;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::datasource::TableType;
@@ -31,7 +31,7 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::options::{ArrowsmithOptions, Scan};
-use crate::source::{core_error, ArrowsmithSource, LocalPath};
+use crate::source::{core_error, fragment_groups, ArrowsmithSource, LocalPath};
 use crate::statistics::file_statistics;
 
 /// One table over local arrowsmith data of one format and one schema.
@@ -154,7 +154,13 @@ impl TableProvider for ArrowsmithTable {
             .zip(&self.statistics)
             .map(|(path, statistics)| local_file(path, statistics.clone()))
             .collect();
-        let groups = spread(files, state.config_options().execution.target_partitions);
+        let partitions = state.config_options().execution.target_partitions;
+        let (format, options) = (self.format, Arc::clone(&self.options));
+        let groups = tokio::task::spawn_blocking(move || {
+            fragment_groups(files, format, &options, partitions)
+        })
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), source)
             .with_file_groups(groups)
             .with_statistics(self.total_statistics()?)
@@ -186,16 +192,6 @@ pub(crate) fn local_file(path: &Path, statistics: Statistics) -> PartitionedFile
     PartitionedFile::new(path.display().to_string(), size)
         .with_extension(LocalPath(path.to_path_buf()))
         .with_statistics(Arc::new(statistics))
-}
-
-/// Deals `files` round-robin into at most `partitions` groups.
-pub(crate) fn spread(files: Vec<PartitionedFile>, partitions: usize) -> Vec<FileGroup> {
-    let count = partitions.max(1).min(files.len().max(1));
-    let mut groups: Vec<Vec<PartitionedFile>> = (0..count).map(|_| Vec::new()).collect();
-    for (i, file) in files.into_iter().enumerate() {
-        groups[i % count].push(file);
-    }
-    groups.into_iter().map(FileGroup::new).collect()
 }
 
 fn strip_file_scheme(location: &Path) -> PathBuf {

@@ -11,7 +11,7 @@ use arrowsmith_datafusion::{
     arrowsmith_error, ArrowsmithOptions, DataFrameArrowsmithExt, SessionContextArrowsmithExt,
 };
 use datafusion::datasource::MemTable;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{SessionConfig, SessionContext};
 
 fn data(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -25,7 +25,12 @@ fn quoted(path: &Path) -> String {
 }
 
 fn session() -> SessionContext {
-    let ctx = SessionContext::new();
+    session_with_partitions(2)
+}
+
+fn session_with_partitions(partitions: usize) -> SessionContext {
+    let config = SessionConfig::new().with_target_partitions(partitions);
+    let ctx = SessionContext::new_with_config(config);
     ctx.register_arrowsmith().unwrap();
     ctx
 }
@@ -47,6 +52,13 @@ fn lines(batches: &[RecordBatch]) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// The rows of a table in sorted order: partitions of a scan finish in any order.
+fn sorted_lines(batches: &[RecordBatch]) -> Vec<String> {
+    let mut lines = lines(batches);
+    lines.sort();
+    lines
 }
 
 /// The whole dataset read by the core reader, as a table `t` of a plain DataFusion session.
@@ -71,8 +83,8 @@ async fn same_answer(ctx: &SessionContext, path: &Path, format: Format, sql: &st
     let expected = run(&reference, &sql.replace("{t}", "t")).await;
     let in_place = run(ctx, &sql.replace("{t}", &quoted(path))).await;
     assert_same_lines(
-        &lines(&in_place),
-        &lines(&expected),
+        &sorted_lines(&in_place),
+        &sorted_lines(&expected),
         &format!("{sql} on {}", path.display()),
     );
 }
@@ -109,7 +121,7 @@ fn queries(key: &str, numeric: Option<&str>) -> Vec<String> {
     vec![
         "SELECT count(*) FROM {t}".to_owned(),
         "SELECT * FROM {t}".to_owned(),
-        format!("SELECT \"{key}\" FROM {{t}} LIMIT 3"),
+        format!("SELECT \"{key}\" FROM {{t}} ORDER BY \"{key}\" NULLS FIRST LIMIT 3"),
         format!(
             "SELECT \"{key}\", {aggregates} FROM {{t}} GROUP BY \"{key}\" ORDER BY \"{key}\" NULLS FIRST"
         ),
@@ -119,7 +131,8 @@ fn queries(key: &str, numeric: Option<&str>) -> Vec<String> {
 
 #[tokio::test]
 async fn every_format_answers_queries_as_its_full_conversion_does() {
-    let ctx = session();
+    // Four partitions: the multi-extent and multi-chunk fixtures are read in several pieces.
+    let ctx = session_with_partitions(4);
     let cases: &[(&str, Format, &str, Option<&str>)] = &[
         ("jay/all_types.jay", Format::Jay, "b8", Some("i64")),
         ("jay/tiny.jay", Format::Jay, "B", Some("A")),
@@ -386,7 +399,11 @@ async fn copy_to_vs_writes_the_vectors_of_a_vs_query() {
         ),
     )
     .await;
-    assert_eq!(lines(&read_back(&target)), lines(&read_back(&source)));
+    // Without ORDER BY, the partitions' rows arrive in any order.
+    assert_eq!(
+        sorted_lines(&read_back(&target)),
+        sorted_lines(&read_back(&source))
+    );
 }
 
 #[tokio::test]
@@ -489,7 +506,10 @@ async fn the_dataframe_api_reads_and_writes() {
             None,
             // basic-zlib.ds holds i32::MIN, Jay's NA sentinel: store it as NA rather than fail.
             ArrowsmithOptions {
-                sentinel_collisions_as_na: true,
+                write: arrowsmith::WriteOptions {
+                    sentinel_collisions: arrowsmith::CollisionPolicy::AsNull,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )
@@ -523,4 +543,42 @@ async fn csv_and_json_paths_still_go_to_datafusion() {
     let ctx = session();
     let batches = run(&ctx, &format!("SELECT sum(a) AS s FROM {}", quoted(&csv))).await;
     assert!(lines(&batches).join("\n").contains("| 3 "));
+}
+
+#[tokio::test]
+async fn multi_extent_and_multi_chunk_data_is_scanned_by_several_partitions() {
+    let ctx = session_with_partitions(4);
+    let cases = [
+        // 4 extents of 10 rows.
+        ("dataseries/generated/basic-zlib.ds", 4),
+        // 9 extents of about 33 rows; fragments of at least 75 rows (300 over 4 partitions)
+        // take three extents each.
+        ("dataseries/generated/packing.ds", 3),
+        // 2,500 rows in chunks of 1,000.
+        ("bcolz/datasets/num_int64", 3),
+        // Two chunks of 5 rows.
+        ("filo/set.filo", 2),
+        // Any row range of a Jay file: 5 rows in pieces of 2.
+        ("jay/all_types.jay", 3),
+    ];
+    for (file, groups) in cases {
+        let sql = format!("SELECT * FROM {}", quoted(&data(file)));
+        let plan = explain(&ctx, &sql).await;
+        assert!(
+            plan.contains(&format!("file_groups={{{groups} groups")),
+            "{file}: expected {groups} partitions: {}",
+            plan.split("file_groups=")
+                .nth(1)
+                .unwrap_or(&plan)
+                .chars()
+                .take(300)
+                .collect::<String>()
+        );
+    }
+    // A directory of files is split the same way, file by file.
+    let sql = format!(
+        "SELECT count(*) FROM {} WHERE l > 0",
+        quoted(&data("dataseries/generated/basic-zlib.ds"))
+    );
+    assert!(explain(&ctx, &sql).await.contains("file_groups={4 groups"));
 }
