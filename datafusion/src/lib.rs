@@ -261,3 +261,49 @@ pub fn arrowsmith_error(error: &DataFusionError) -> Option<&arrowsmith::Error> {
         current = current.source()?;
     }
 }
+
+/// A DataFusion error as one [`arrowsmith::Error`]: the one a reader or writer raised, with
+/// its file, offset and class, when the error carries one; otherwise DataFusion's message,
+/// classed so that a front end can tell a bad query ([`ErrorClass::InvalidArgument`]: SQL,
+/// planning, schema and option errors) from a failure while running it.
+///
+/// [`ErrorClass::InvalidArgument`]: arrowsmith::ErrorClass::InvalidArgument
+pub fn into_arrowsmith_error(error: DataFusionError) -> arrowsmith::Error {
+    use arrowsmith::ErrorClass;
+    let text = error.strip_backtrace();
+    let class = match error.find_root() {
+        DataFusionError::SQL(..)
+        | DataFusionError::Plan(_)
+        | DataFusionError::SchemaError(..)
+        | DataFusionError::Configuration(_) => ErrorClass::InvalidArgument,
+        DataFusionError::NotImplemented(_) => ErrorClass::Unsupported,
+        DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) => ErrorClass::Io,
+        _ => ErrorClass::Arrow,
+    };
+    match error {
+        DataFusionError::External(inner) => match inner.downcast::<arrowsmith::Error>() {
+            Ok(ours) => *ours,
+            Err(other) => match other.downcast::<arrow_schema::ArrowError>() {
+                Ok(arrow) => arrowsmith::Error::from_arrow_owned(*arrow),
+                Err(_) => arrowsmith::Error::new(class, text),
+            },
+        },
+        DataFusionError::ArrowError(arrow, _)
+            if arrowsmith::Error::from_arrow(&arrow).is_some() =>
+        {
+            arrowsmith::Error::from_arrow_owned(*arrow)
+        }
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner)
+            if arrowsmith_error(&inner).is_some() =>
+        {
+            into_arrowsmith_error(*inner)
+        }
+        DataFusionError::Shared(shared) if arrowsmith_error(&shared).is_some() => {
+            match Arc::try_unwrap(shared) {
+                Ok(inner) => into_arrowsmith_error(inner),
+                Err(shared) => arrowsmith::Error::new(class, shared.strip_backtrace()),
+            }
+        }
+        _ => arrowsmith::Error::new(class, text),
+    }
+}
