@@ -136,6 +136,21 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // The same rows with the symbols as numpy text (`<U10`, UTF-32): the conversion of
+    // fixed-width UTF-32 to Arrow's UTF-8.
+    let unicode = dir.join("bench_unicode.bcolz");
+    if !unicode.exists() {
+        let text: Vec<RecordBatch> = batches.iter().map(as_unicode).collect();
+        write(&text, &unicode, n as u64, false);
+    }
+    group.bench_function("bcolz_to_arrow_unicode_U10", |b| {
+        b.iter(|| {
+            let reader = ReaderBuilder::new().build(&unicode).expect("open");
+            for batch in reader {
+                black_box(batch.expect("batch"));
+            }
+        })
+    });
     let out = dir.join("bench_output.bcolz");
     // Each write creates ~520 files and deletes the previous output's: on ext4, creating files
     // right after many deletions is slower (the inode allocator skips recently deleted inodes),
@@ -163,6 +178,21 @@ fn bench(c: &mut Criterion) {
         )
     });
     group.finish();
+}
+
+/// The batch with its `sym` bytes as a Utf8 column, which the writer stores as `<U`.
+fn as_unicode(batch: &RecordBatch) -> RecordBatch {
+    let sym = arrow::compute::cast(batch.column(2), &DataType::Utf8).expect("ASCII symbols");
+    let schema = Arc::new(Schema::new(vec![
+        batch.schema().field(0).clone(),
+        batch.schema().field(1).clone(),
+        Field::new("sym", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![batch.column(0).clone(), batch.column(1).clone(), sym],
+    )
+    .expect("same rows")
 }
 
 criterion_group!(benches, bench);

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Makes sure target/venv is a Python venv with tests/interop/requirements.txt installed, and
-# prints its path. Idempotent: pip runs only when the requirements changed since the last
+# Makes sure target/venv is a Python venv with python/tests/requirements.txt installed (the
+# Python package's test dependencies, which include tests/interop/requirements.txt), and prints
+# its path. Idempotent: pip runs only when the requirements changed since the last
 # successful install (a stamp file inside the venv holds their hash).
 # Override the location with ARROWSMITH_VENV.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${ARROWSMITH_VENV:-target/venv}
-req=tests/interop/requirements.txt
-stamp=$venv/.arrowsmith-requirements.sha256
-want=$( (cat "$req"; python3 --version) | sha256sum | cut -d' ' -f1)
+req=python/tests/requirements.txt
+# The same stamp and hash as scripts/python-test.sh, so that it does not install again.
+stamp=$venv/.arrowsmith-python-requirements.sha256
+want=$( (cat "$req" tests/interop/requirements.txt; python3 --version) | sha256sum | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ]; then
     echo "venv: creating $venv" >&2
     mkdir -p "$(dirname "$venv")"

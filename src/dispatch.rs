@@ -62,7 +62,10 @@ pub fn open(
                 .build(path)?,
         )),
         Format::Filo => Ok(Box::new(
-            filo::ReaderBuilder::new().with_scan(scan).build(path)?,
+            filo::ReaderBuilder::new()
+                .with_scan(scan)
+                .with_dictionary_strings(formats.filo_dictionary)
+                .build(path)?,
         )),
         Format::FiloVector => {
             let filo_type = formats.filo_type.ok_or_else(|| {

@@ -40,6 +40,10 @@ pub struct FormatOptions {
     /// The element type of a bare Filo vector (`Format::FiloVector`), which its bytes lack.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filo_type: Option<filo::FiloType>,
+    /// Filo sets: read String columns as `Dictionary(Int32, Utf8)`, keeping filo's dictionary
+    /// codes instead of expanding them (default `false`: `Utf8`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub filo_dictionary: bool,
     /// VS: end-of-file mode, varint order, app_data mode, lock wait.
     pub vs: vs::VsReadOptions,
     /// DataSeries: the extent type, Utf8 fields, checks.

@@ -38,6 +38,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     to.ensure_implemented()
         .map_err(|e| e.with_file(&args.output))?;
     check_format_options(&args, to)?;
+    if args.filo_dictionary && from != Format::Filo {
+        return Err(Error::invalid_argument("--filo-dictionary applies to filo input").into());
+    }
     if args.filo_type.is_some() && from != Format::FiloVector && to != Format::FiloVector {
         return Err(
             Error::invalid_argument("--filo-type applies to filo-vector input or output").into(),
@@ -55,6 +58,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         },
         format_options: FormatOptions {
             filo_type: args.filo_type,
+            filo_dictionary: args.filo_dictionary,
             vs: super::vs_read_options(args.lenient_eof, args.varint, args.app_data),
             dataseries: super::dataseries::read_options(&args.ds_read),
         },

@@ -22,6 +22,7 @@ pub(crate) fn run(args: FragmentsArgs) -> CliResult {
         format: Some(format),
         format_options: FormatOptions {
             filo_type: args.filo_type,
+            filo_dictionary: false,
             vs: args.vs_read.options(),
             dataseries: super::dataseries::read_options(&args.ds_read),
         },

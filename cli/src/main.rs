@@ -113,6 +113,10 @@ struct ConvertArgs {
     /// Boolean, String, Timestamp, DateTime, Binary); Filo bytes do not record it
     #[arg(long, value_name = "T", value_parser = parse_filo_type, help_heading = "Format options")]
     filo_type: Option<arrowsmith::filo::FiloType>,
+    /// filo input: read String columns as Arrow dictionaries (Dictionary(Int32, Utf8)), keeping
+    /// filo's dictionary codes instead of expanding every string
+    #[arg(long, help_heading = "Format options")]
+    filo_dictionary: bool,
     /// filo output: rows per chunk [default: 65536]
     #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
     filo_chunk_size: Option<usize>,

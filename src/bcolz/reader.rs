@@ -561,37 +561,40 @@ fn scalar(
         Base::Unicode(w) => {
             let bytes = raw.as_slice();
             let mut offsets = Vec::with_capacity(len + 1);
-            let mut values: Vec<u8> = Vec::new();
             offsets.push(0i32);
-            for i in 0..len {
-                let item = &bytes[i * w * 4..(i + 1) * w * 4];
-                let unit = |j: usize| {
-                    u32::from_le_bytes(item[4 * j..4 * j + 4].try_into().expect("4 bytes"))
-                };
-                let end = (0..w).rev().find(|&j| unit(j) != 0).map_or(0, |j| j + 1);
-                for j in 0..end {
-                    let u = unit(j);
-                    if u < 0x80 {
-                        values.push(u as u8);
-                        continue;
+            // Most `<U` text is ASCII: one byte per code unit, so the items' widths are a close
+            // upper bound that keeps the values from growing more than once or twice.
+            let mut values: Vec<u8> = Vec::with_capacity(len.saturating_mul(w).min(1 << 30));
+            for (i, item) in bytes.chunks_exact(w * 4).take(len).enumerate() {
+                let mut units = item.chunks_exact(4);
+                // numpy pads with NUL code units; a NUL inside the text stays.
+                let end = units.rposition(|u| u != [0; 4]).map_or(0, |j| j + 1);
+                let units = item[..end * 4].chunks_exact(4);
+                if units.clone().all(|u| u[0] < 0x80 && u[1..] == [0; 3]) {
+                    values.extend(units.map(|u| u[0]));
+                } else {
+                    for u in units {
+                        let u = u32::from_le_bytes([u[0], u[1], u[2], u[3]]);
+                        let c = char::from_u32(u).ok_or_else(|| {
+                            Error::new(
+                                ErrorClass::BadValue,
+                                format!("UTF-32 code unit 0x{u:x} is not a Unicode scalar value"),
+                            )
+                            .at_row((first_row + i) as u64)
+                        })?;
+                        let mut tmp = [0u8; 4];
+                        values.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
                     }
-                    let c = char::from_u32(u).ok_or_else(|| {
-                        Error::new(
-                            ErrorClass::BadValue,
-                            format!("UTF-32 code unit 0x{u:x} is not a Unicode scalar value"),
-                        )
-                        .at_row((first_row + i) as u64)
-                    })?;
-                    let mut tmp = [0u8; 4];
-                    values.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
                 }
                 offsets.push(i32::try_from(values.len()).map_err(|_| too_many_bytes(first_row))?);
             }
-            Ok(Arc::new(StringArray::try_new(
-                OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                Buffer::from_vec(values),
-                None,
-            )?))
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            // SAFETY: every value is ASCII or the UTF-8 encoding of a `char`, one after another,
+            // and the offsets rise from 0 to the values' length at those boundaries: the array's
+            // invariants hold without validating the UTF-8 a second time.
+            Ok(Arc::new(unsafe {
+                StringArray::new_unchecked(offsets, Buffer::from_vec(values), None)
+            }))
         }
         Base::DateTime(DtUnit::Day) => {
             let ticks: ScalarBuffer<i64> = ScalarBuffer::new(raw, 0, len);
@@ -726,5 +729,46 @@ mod tests {
             .map(Option::unwrap)
             .collect();
         assert_eq!(got, [&b"AAPL"[..], b"", b"a\0b", b"0123456789", b"\0x"]);
+    }
+
+    fn utf32(items: &[&str], width: usize) -> Buffer {
+        let mut raw = Vec::new();
+        for item in items {
+            let units: Vec<u32> = item.chars().map(u32::from).collect();
+            assert!(units.len() <= width);
+            for j in 0..width {
+                raw.extend_from_slice(&units.get(j).copied().unwrap_or(0).to_le_bytes());
+            }
+        }
+        Buffer::from_vec(raw)
+    }
+
+    #[test]
+    fn utf32_items_become_trimmed_utf8_strings_ascii_or_not() {
+        let items = ["AAPL", "", "a\0b", "héllo", "😀x", "\0x", "12345"];
+        let raw = utf32(&items, 5);
+        let array = scalar(Base::Unicode(5), &DataType::Utf8, raw, items.len(), 0, true).unwrap();
+        let strings = array.as_any().downcast_ref::<StringArray>().unwrap();
+        let got: Vec<&str> = strings.iter().map(Option::unwrap).collect();
+        assert_eq!(got, items);
+        // The unchecked construction must still be valid UTF-8 with sound offsets.
+        strings.to_data().validate_full().unwrap();
+    }
+
+    #[test]
+    fn a_utf32_unit_that_is_no_scalar_value_is_a_bad_value_at_its_row() {
+        let mut raw = utf32(&["ok", "ok"], 2).as_slice().to_vec();
+        raw[8..12].copy_from_slice(&0xD800u32.to_le_bytes());
+        let err = scalar(
+            Base::Unicode(2),
+            &DataType::Utf8,
+            Buffer::from_vec(raw),
+            2,
+            40,
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(err.class(), ErrorClass::BadValue);
+        assert_eq!(err.row(), Some(41));
     }
 }

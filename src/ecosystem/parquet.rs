@@ -5,18 +5,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ::parquet::arrow::arrow_writer::{
+    ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::properties::WriterProperties;
+use ::parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
 use ::parquet::file::reader::{FileReader, SerializedFileReader};
+use ::parquet::file::writer::SerializedFileWriter;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::SchemaRef;
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
 use crate::atomic::AtomicFile;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
 use crate::scan::{FragmentRange, ScanOptions};
 use crate::write::{BatchWriter, WriteSummary};
@@ -122,49 +128,230 @@ fn zstd(level: i32) -> Result<Compression> {
         .map_err(|e| Error::invalid_argument(format!("zstd level {level}: {e}")))
 }
 
-/// Writes record batches into a new Parquet file.
+/// Writes record batches into a new Parquet file, encoding row groups on other threads.
+///
+/// `write` only gathers rows: a full row group goes to an encoder thread, which encodes its
+/// columns in parallel on the rayon pool (one task per Arrow column: arrow-rs's
+/// `ArrowColumnWriter`s) and appends them to the file, while the caller reads the next rows.
+/// At most two row groups are held in Arrow form (one encoding, one gathering) plus the
+/// encoded pages of the one being encoded; the bytes are those `ArrowWriter` writes, with the
+/// same statistics and embedded Arrow schema.
 pub struct Writer {
-    inner: ArrowWriter<AtomicFile>,
+    schema: SchemaRef,
     path: PathBuf,
+    /// Rows per row group.
+    row_group_rows: usize,
+    /// Rows gathered for the next row group.
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    /// Row groups handed to the encoder so far (the next one's index).
+    row_groups: usize,
+    encoder: Option<Encoder>,
+    /// Makes each row group's column writers.
+    factory: ArrowRowGroupWriterFactory,
     rows: u64,
+}
+
+/// The encoder thread and the way to it; it owns the file until `finish` takes it back.
+struct Encoder {
+    jobs: std::sync::mpsc::SyncSender<RowGroup>,
+    thread: std::thread::JoinHandle<Result<SerializedFileWriter<AtomicFile>>>,
+}
+
+/// One row group's batches and the column writers made for it.
+struct RowGroup {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    writers: Vec<ArrowColumnWriter>,
 }
 
 impl Writer {
     /// Zstd unless `options.compression` says otherwise; `options.row_group_size` rows per row
-    /// group (the `parquet` crate's default otherwise).
+    /// group (1,048,576, the `parquet` crate's default, otherwise).
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
         let codec = compression(options.compression.as_deref()).map_err(|e| e.with_file(path))?;
-        let mut props = WriterProperties::builder().set_compression(codec);
-        match options.row_group_size {
+        let row_group_rows = match options.row_group_size {
             Some(0) => {
                 return Err(
                     Error::invalid_argument("the row group size must be at least 1 row")
                         .with_file(path),
                 )
             }
-            Some(n) => props = props.set_max_row_group_row_count(Some(n)),
-            None => {}
-        }
+            Some(n) => n,
+            None => DEFAULT_MAX_ROW_GROUP_ROW_COUNT,
+        };
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_max_row_group_row_count(Some(row_group_rows))
+            .build();
         let file = AtomicFile::create(path)?;
-        let inner = ArrowWriter::try_new(file, schema, Some(props.build())).in_file(path)?;
+        // ArrowWriter sets up the Parquet schema and the embedded Arrow schema; its lower
+        // layers then take the row groups we encode ourselves.
+        let (file_writer, factory) = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .and_then(ArrowWriter::into_serialized_writer)
+            .in_file(path)?;
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<RowGroup>(0);
+        let thread = std::thread::Builder::new()
+            .name("arrowsmith-parquet".into())
+            .spawn(move || encode_row_groups(file_writer, queue))
+            .map_err(|e| Error::from(e).with_file(path))?;
         Ok(Writer {
-            inner,
+            schema,
             path: path.to_path_buf(),
+            row_group_rows,
+            pending: Vec::new(),
+            pending_rows: 0,
+            row_groups: 0,
+            encoder: Some(Encoder { jobs, thread }),
+            factory,
             rows: 0,
         })
     }
 }
 
+impl Writer {
+    /// Hands the gathered rows to the encoder as one row group.
+    fn send_row_group(&mut self) -> Result<()> {
+        let batches = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        let writers = self
+            .factory
+            .create_column_writers(self.row_groups)
+            .in_file(&self.path)?;
+        self.row_groups += 1;
+        let sent = match &self.encoder {
+            Some(encoder) => {
+                let schema = self.schema.clone();
+                let job = RowGroup {
+                    schema,
+                    batches,
+                    writers,
+                };
+                encoder.jobs.send(job).is_ok()
+            }
+            None => false,
+        };
+        if !sent {
+            // The encoder stopped on an error: it is the one to report.
+            return Err(self.join().err().unwrap_or_else(|| {
+                Error::new(ErrorClass::Io, "the Parquet encoder stopped").with_file(&self.path)
+            }));
+        }
+        Ok(())
+    }
+
+    /// Waits for the encoder to write everything it was given and takes the file back.
+    fn join(&mut self) -> Result<SerializedFileWriter<AtomicFile>> {
+        let Some(Encoder { jobs, thread }) = self.encoder.take() else {
+            return Err(
+                Error::new(ErrorClass::Io, "the Parquet writer already failed")
+                    .with_file(&self.path),
+            );
+        };
+        drop(jobs);
+        match thread.join() {
+            Ok(result) => result.map_err(|e| e.with_file(&self.path)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for Writer {
+    /// An unfinished writer waits for its encoder, so that the temporary file is gone when the
+    /// writer is (the all-or-nothing promise holds at once, not some time later).
+    fn drop(&mut self) {
+        if let Some(Encoder { jobs, thread }) = self.encoder.take() {
+            drop(jobs);
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The encoder thread: encodes each row group's columns in parallel, then appends them to the
+/// file in order, until the writer hangs up.
+fn encode_row_groups(
+    mut file: SerializedFileWriter<AtomicFile>,
+    queue: std::sync::mpsc::Receiver<RowGroup>,
+) -> Result<SerializedFileWriter<AtomicFile>> {
+    use rayon::prelude::*;
+    for RowGroup {
+        schema,
+        batches,
+        writers,
+    } in queue
+    {
+        let Some(first) = batches.first() else {
+            continue;
+        };
+        // Writers come one per leaf column, the leaves of each field in order: hand each field
+        // its own writers.
+        let mut writers = writers.into_iter();
+        let mut per_field = Vec::with_capacity(schema.fields().len());
+        for (i, field) in schema.fields().iter().enumerate() {
+            let leaves = ::parquet::arrow::arrow_writer::compute_leaves(field, first.column(i))?;
+            per_field.push((i, writers.by_ref().take(leaves.len()).collect::<Vec<_>>()));
+        }
+        let chunks: Vec<Vec<ArrowColumnChunk>> = per_field
+            .into_par_iter()
+            .map(|(i, mut writers)| {
+                let field = schema.field(i);
+                for batch in &batches {
+                    let leaves =
+                        ::parquet::arrow::arrow_writer::compute_leaves(field, batch.column(i))?;
+                    for (writer, leaf) in writers.iter_mut().zip(&leaves) {
+                        writer.write(leaf)?;
+                    }
+                }
+                writers
+                    .into_iter()
+                    .map(ArrowColumnWriter::close)
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            })
+            .collect::<std::result::Result<_, ParquetError>>()?;
+        let mut row_group = file.next_row_group()?;
+        for chunk in chunks.into_iter().flatten() {
+            chunk.append_to_row_group(&mut row_group)?;
+        }
+        row_group.close()?;
+    }
+    Ok(file)
+}
+
 impl BatchWriter for Writer {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.inner.write(batch).in_file(&self.path)?;
+        let same_types = batch.num_columns() == self.schema.fields().len()
+            && batch
+                .columns()
+                .iter()
+                .zip(self.schema.fields())
+                .all(|(column, field)| column.data_type() == field.data_type());
+        if !same_types {
+            return Err(Error::invalid_argument(
+                "the batch's columns are not those the Parquet writer was created with",
+            )
+            .with_file(&self.path));
+        }
+        let mut at = 0;
+        while at < batch.num_rows() {
+            let take = (self.row_group_rows - self.pending_rows).min(batch.num_rows() - at);
+            self.pending.push(batch.slice(at, take));
+            self.pending_rows += take;
+            at += take;
+            if self.pending_rows == self.row_group_rows {
+                self.send_row_group()?;
+            }
+        }
         self.rows += batch.num_rows() as u64;
         Ok(())
     }
 
-    fn finish(self: Box<Self>) -> Result<WriteSummary> {
-        let file = self.inner.into_inner().in_file(&self.path)?;
-        file.commit()?;
+    fn finish(mut self: Box<Self>) -> Result<WriteSummary> {
+        if self.pending_rows > 0 {
+            self.send_row_group()?;
+        }
+        // `into_inner` writes the footer.
+        let file = self.join()?;
+        file.into_inner().in_file(&self.path)?.commit()?;
         Ok(WriteSummary {
             rows: self.rows,
             warnings: Vec::new(),
@@ -283,5 +470,113 @@ fn info(meta: &ParquetMetaData) -> ParquetInfo {
             .unwrap_or_default(),
         columns,
         row_groups,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::builder::{ListBuilder, StringDictionaryBuilder};
+    use arrow_array::types::Int32Type;
+    use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
+    use arrow_schema::{Field, Schema};
+
+    /// Flat, nested, dictionary and nullable columns, so that fields of several leaves and
+    /// repetition levels go through the per-column encoders.
+    fn batch(start: usize, rows: usize) -> RecordBatch {
+        let mut lists = ListBuilder::new(arrow_array::builder::Int64Builder::new());
+        let mut dict = StringDictionaryBuilder::<Int32Type>::new();
+        for i in start..start + rows {
+            if i % 11 == 0 {
+                lists.append_null();
+            } else {
+                lists.values().append_slice(&vec![i as i64; i % 4]);
+                lists.append(true);
+            }
+            dict.append_value(["red", "green", "blue"][i % 3]);
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(
+                (start..start + rows).map(|i| i as i64),
+            )),
+            Arc::new(Float64Array::from_iter(
+                (start..start + rows).map(|i| (i % 5 != 0).then_some(i as f64 * 0.25)),
+            )),
+            Arc::new(StringArray::from_iter(
+                (start..start + rows).map(|i| (i % 7 != 0).then(|| format!("value {i}"))),
+            )),
+            Arc::new(lists.finish()),
+            Arc::new(dict.finish()),
+        ];
+        let fields: Vec<Field> = columns
+            .iter()
+            .zip(["id", "x", "s", "l", "d"])
+            .map(|(c, name)| Field::new(name, c.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    }
+
+    #[test]
+    fn test_parallel_encoding_writes_the_bytes_of_arrow_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.parquet");
+        let options = WriteOptions {
+            row_group_size: Some(3_000),
+            ..Default::default()
+        };
+        let schema = batch(0, 0).schema();
+        let mut writer = Writer::try_new(&ours, schema.clone(), &options).unwrap();
+        // Batches of odd sizes that straddle row-group boundaries.
+        let mut reference_input = Vec::new();
+        let mut start = 0;
+        for len in [1, 999, 2_500, 4_321, 17, 3_000, 162] {
+            let b = batch(start, len);
+            BatchWriter::write(&mut writer, &b).unwrap();
+            reference_input.push(b);
+            start += len;
+        }
+        let summary = Box::new(writer).finish().unwrap();
+        assert_eq!(summary.rows, start as u64);
+
+        let props = WriterProperties::builder()
+            .set_compression(compression(None).unwrap())
+            .set_max_row_group_row_count(Some(3_000))
+            .build();
+        let mut reference = Vec::new();
+        let mut arrow_writer = ArrowWriter::try_new(&mut reference, schema, Some(props)).unwrap();
+        for b in &reference_input {
+            arrow_writer.write(b).unwrap();
+        }
+        arrow_writer.close().unwrap();
+        assert_eq!(std::fs::read(&ours).unwrap(), reference);
+
+        let info = describe(&ours).unwrap();
+        assert_eq!(info.num_rows, start as i64);
+        assert_eq!(info.num_row_groups, start.div_ceil(3_000));
+    }
+
+    #[test]
+    fn test_a_writer_dropped_before_finish_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.parquet");
+        let options = WriteOptions {
+            row_group_size: Some(100),
+            ..Default::default()
+        };
+        let mut writer = Writer::try_new(&target, batch(0, 0).schema(), &options).unwrap();
+        BatchWriter::write(&mut writer, &batch(0, 1_000)).unwrap();
+        drop(writer);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn test_a_batch_of_other_columns_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.parquet");
+        let mut writer =
+            Writer::try_new(&target, batch(0, 0).schema(), &WriteOptions::default()).unwrap();
+        let other = batch(0, 10).project(&[1, 0]).unwrap();
+        let err = BatchWriter::write(&mut writer, &other).unwrap_err();
+        assert!(err.class().is_usage(), "{err}");
     }
 }

@@ -264,6 +264,9 @@ pub fn inspect(bytes: &[u8]) -> Result<VectorInfo> {
 /// Decodes one Filo vector into an Arrow array of `data_type` (section 10.2 says which types
 /// each vector can be read as). The array has no null buffer when no element is NA.
 pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
+    if let DataType::Dictionary(key, value) = data_type {
+        return decode_dictionary(bytes, key, value);
+    }
     let filo_type = FiloType::for_read(data_type)?;
     let header = header(bytes)?;
     let wire_type = WireType::from_header(header)?;
@@ -543,6 +546,63 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
         }
     };
     Ok(array)
+}
+
+/// A String vector as an Arrow `Dictionary(Int32, Utf8)`: a DictStringVector's codes become
+/// the keys as they are (code 0, NA, a null key) over its dictionary, "" placeholder included;
+/// other string vectors are dictionary-encoded after decoding.
+fn decode_dictionary(bytes: &[u8], key: &DataType, value: &DataType) -> Result<ArrayRef> {
+    if (key, value) != (&DataType::Int32, &DataType::Utf8) {
+        return Err(Error::new(
+            ErrorClass::UnsupportedType,
+            format!("a Filo string vector is read as Dictionary(Int32, Utf8), not Dictionary({key}, {value})"),
+        ));
+    }
+    let wire_type = WireType::from_header(header(bytes)?)?;
+    if wire_type != WireType::DictString {
+        let strings = decode(bytes, &DataType::Utf8)?;
+        let dictionary = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        return Ok(arrow::compute::cast(&strings, &dictionary)?);
+    }
+    let fbuf = &bytes[4..];
+    let t = root::<fb::DictStringVector>(fbuf, "DictStringVector")?;
+    let len = bounded_length(t.len(), fbuf, "DictStringVector.len")?;
+    let (nbits, signed) = required_info(t.info(), len, "DictStringVector.info")?;
+    check_int_info(nbits, signed, "DictStringVector.info")?;
+    let codes_vec = t.codes();
+    let codes = data_bytes(codes_vec, len, nbits, fbuf, "DictStringVector.codes")?;
+    let codes = ints_i32(codes, nbits, signed, len);
+    let values: StringArray = t.dictionary().map_or_else(
+        || StringArray::new_null(0),
+        |d| d.iter().map(Some).collect(),
+    );
+    let entries = values.len();
+    if let Some((i, &code)) = codes
+        .iter()
+        .enumerate()
+        .find(|(_, &c)| c != 0 && usize::try_from(c).map_or(true, |c| c >= entries))
+    {
+        let off = codes_vec.map_or(0, |v| offset_of(fbuf, v.bytes()));
+        return Err(Error::new(
+            ErrorClass::BadValue,
+            format!("code {code} of element {i} is outside the dictionary of {entries} entries"),
+        )
+        .with_field("DictStringVector.codes")
+        .at_offset(off)
+        .at_row(i as u64));
+    }
+    let nulls = NullBuffer::from(codes.iter().map(|&c| c != 0).collect::<Vec<_>>());
+    let nulls = (nulls.null_count() > 0).then_some(nulls);
+    let values: ArrayRef = if entries == 0 {
+        // Every code is 0 (NA): the keys need one entry to point at.
+        Arc::new(StringArray::from(vec![""]))
+    } else {
+        Arc::new(values)
+    };
+    let keys = arrow_array::Int32Array::new(ScalarBuffer::from(codes), nulls);
+    Ok(Arc::new(
+        arrow_array::DictionaryArray::<Int32Type>::try_new(keys, values)?,
+    ))
 }
 
 /// Decodes a vector and checks that it has `rows` elements (a Filo set chunk).

@@ -1,7 +1,7 @@
 //! One Arrow array → one Filo vector, making filo-scala 0.2.6's encoding choices
 //! (specs/filo.md section 12) and writing its bytes (section 13, Appendix A).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashMap;
 use std::str::FromStr;
 
 use arrow::compute::cast;
@@ -669,6 +669,31 @@ pub(crate) fn dictionary_order<'a>(values: impl Iterator<Item = &'a [u8]>) -> Ve
     table.slots.into_iter().flatten().map(|(s, _)| s).collect()
 }
 
+/// Each row's value as an index into the distinct values in first-seen order (`None` for NA),
+/// and those values. With `give_up_above`, stops once there are more distinct values than
+/// that and returns `None`: the caller then knows it will not use a dictionary.
+#[allow(clippy::type_complexity)]
+fn distinct_values<'a>(
+    values: &[Option<&'a [u8]>],
+    give_up_above: Option<usize>,
+) -> Option<(Vec<Option<u32>>, Vec<&'a [u8]>)> {
+    let mut index: FxHashMap<&'a [u8], u32> = FxHashMap::default();
+    let mut distinct: Vec<&'a [u8]> = Vec::new();
+    let mut ids = Vec::with_capacity(values.len());
+    for v in values {
+        ids.push(v.map(|s| {
+            *index.entry(s).or_insert_with(|| {
+                distinct.push(s);
+                (distinct.len() - 1) as u32
+            })
+        }));
+        if give_up_above.is_some_and(|limit| distinct.len() > limit) {
+            return None;
+        }
+    }
+    Some((ids, distinct))
+}
+
 fn encode_strings(values: &[Option<&[u8]>], hint: Hint) -> Result<Vec<u8>> {
     let len = values.len();
     let nulls = NullBuffer::from(values.iter().map(Option::is_some).collect::<Vec<_>>());
@@ -677,64 +702,34 @@ fn encode_strings(values: &[Option<&[u8]>], hint: Hint) -> Result<Vec<u8>> {
     if hint == Hint::FixedString {
         return encode_fixed_strings(values, nulls);
     }
-    let distinct: HashSet<&[u8]> = values.iter().flatten().copied().collect();
-    let u = distinct.len();
-    if u == 1 {
-        let value = *distinct.iter().next().expect("one value");
-        let mut b = Builder::with_capacity(value.len() + 128);
-        let mask = na_mask(&mut b, len, nulls);
-        let s = b.create_string(value);
-        b.start_table(3);
-        b.add_uoffset(s);
-        b.slot(2);
-        b.add_uoffset(mask);
-        b.slot(1);
-        if len != 0 {
-            b.add_i32(len as i32);
-            b.slot(0);
+    // A dictionary is used for at most len/2 distinct values unless asked for: past that the
+    // distinct values need not be known, and counting them stops. (One distinct value — a
+    // constant vector — is below that bound for every length but 1, which it stays within.)
+    let dict_hint = hint == Hint::DictionaryEncoding;
+    let auto = matches!(hint, Hint::AutoDetect | Hint::DiffEncoding);
+    let limit = (!dict_hint).then_some((len / 2).max(1));
+    if let Some((ids, distinct)) = distinct_values(values, limit) {
+        let u = distinct.len();
+        if u == 1 {
+            let value = distinct[0];
+            let mut b = Builder::with_capacity(value.len() + 128);
+            let mask = na_mask(&mut b, len, nulls);
+            let s = b.create_string(value);
+            b.start_table(3);
+            b.add_uoffset(s);
+            b.slot(2);
+            b.add_uoffset(mask);
+            b.slot(1);
+            if len != 0 {
+                b.add_i32(len as i32);
+                b.slot(0);
+            }
+            let root = b.end_table();
+            return Ok(b.finish(root, WireType::ConstString.header()));
         }
-        let root = b.end_table();
-        return Ok(b.finish(root, WireType::ConstString.header()));
-    }
-    let dict = hint == Hint::DictionaryEncoding
-        || (matches!(hint, Hint::AutoDetect | Hint::DiffEncoding) && u <= len / 2);
-    if dict {
-        let order = dictionary_order(values.iter().flatten().copied());
-        let code_of: std::collections::HashMap<&[u8], i64> = order
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (*s, i as i64 + 1))
-            .collect();
-        let info = width(0, u as i64 + 1, false);
-        let mut body = Vec::with_capacity(len * usize::from(info.0 / 8));
-        pack(
-            values.iter().map(|v| v.map_or(0, |s| code_of[s])),
-            info.0,
-            &mut body,
-        );
-        let total: usize = order.iter().map(|s| s.len() + 8).sum();
-        let mut b = Builder::with_capacity(body.len() + total + 128);
-        let codes = b.byte_vector(&body, usize::from(info.0 / 8));
-        let mut strings: Vec<usize> = Vec::with_capacity(order.len() + 1);
-        for s in order.iter().rev() {
-            strings.push(b.create_string(s));
+        if dict_hint || (auto && u <= len / 2) {
+            return Ok(encode_dictionary(&ids, &distinct, len));
         }
-        strings.push(b.create_string(b""));
-        strings.reverse();
-        let dictionary = b.offset_vector(&strings);
-        b.start_table(4);
-        b.add_uoffset(dictionary);
-        b.slot(1);
-        if len != 0 {
-            b.add_i32(len as i32);
-            b.slot(0);
-        }
-        b.add_uoffset(codes);
-        b.slot(3);
-        b.data_info(info.0, info.1);
-        b.slot(2);
-        let root = b.end_table();
-        return Ok(b.finish(root, WireType::DictString.header()));
     }
     let total: usize = values.iter().map(|s| s.map_or(0, <[u8]>::len) + 12).sum();
     let mut b = Builder::with_capacity(total + 128);
@@ -752,6 +747,52 @@ fn encode_strings(values: &[Option<&[u8]>], hint: Hint) -> Result<Vec<u8>> {
     b.slot(0);
     let root = b.end_table();
     Ok(b.finish(root, WireType::SimpleString.header()))
+}
+
+/// A DictStringVector: codes 1… in the order filo's Scala `HashSet` iterates the distinct
+/// values (0 is NA), then the dictionary with "" in front.
+fn encode_dictionary(ids: &[Option<u32>], distinct: &[&[u8]], len: usize) -> Vec<u8> {
+    let u = distinct.len();
+    // The set's iteration order depends only on the order values first arrive, so the distinct
+    // values in first-seen order give the order all rows would.
+    let order = dictionary_order(distinct.iter().copied());
+    let position: FxHashMap<&[u8], i64> = order
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (*s, i as i64 + 1))
+        .collect();
+    let code_of_id: Vec<i64> = distinct.iter().map(|s| position[s]).collect();
+    let info = width(0, u as i64 + 1, false);
+    let mut body = Vec::with_capacity(len * usize::from(info.0 / 8));
+    pack(
+        ids.iter()
+            .map(|id| id.map_or(0, |id| code_of_id[id as usize])),
+        info.0,
+        &mut body,
+    );
+    let total: usize = order.iter().map(|s| s.len() + 8).sum();
+    let mut b = Builder::with_capacity(body.len() + total + 128);
+    let codes = b.byte_vector(&body, usize::from(info.0 / 8));
+    let mut strings: Vec<usize> = Vec::with_capacity(order.len() + 1);
+    for s in order.iter().rev() {
+        strings.push(b.create_string(s));
+    }
+    strings.push(b.create_string(b""));
+    strings.reverse();
+    let dictionary = b.offset_vector(&strings);
+    b.start_table(4);
+    b.add_uoffset(dictionary);
+    b.slot(1);
+    if len != 0 {
+        b.add_i32(len as i32);
+        b.slot(0);
+    }
+    b.add_uoffset(codes);
+    b.slot(3);
+    b.data_info(info.0, info.1);
+    b.slot(2);
+    let root = b.end_table();
+    b.finish(root, WireType::DictString.header())
 }
 
 fn encode_fixed_strings(values: &[Option<&[u8]>], nulls: Option<&NullBuffer>) -> Result<Vec<u8>> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -162,12 +162,25 @@ pub fn read_column_chunk(
     column_info: &SetColumn,
     rows: usize,
 ) -> Result<ArrayRef> {
-    let path = column_file(set, chunk, column);
     let data_type = column_info.filo_type.arrow_type();
+    read_column_chunk_as(set, chunk, column, column_info, rows, &data_type)
+}
+
+/// [`read_column_chunk`] as an Arrow type of the column's choosing (a String column as
+/// `Dictionary(Int32, Utf8)`).
+pub fn read_column_chunk_as(
+    set: &Path,
+    chunk: usize,
+    column: usize,
+    column_info: &SetColumn,
+    rows: usize,
+    data_type: &DataType,
+) -> Result<ArrayRef> {
+    let path = column_file(set, chunk, column);
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(new_null_array(&data_type, rows))
+            return Ok(new_null_array(data_type, rows))
         }
         Err(e) => return Err(Error::from(e).with_file(&path)),
     };
@@ -178,7 +191,7 @@ pub fn read_column_chunk(
     // SAFETY: the map is only read while `map` lives, and the decoder copies what it keeps; a
     // file changed underneath gives wrong values or a decode error, as with any read.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| located(e.into()))?;
-    decode_rows(&map, &data_type, rows).map_err(located)
+    decode_rows(&map, data_type, rows).map_err(located)
 }
 
 /// The fragments of a Filo set: runs of chunks of about `target_rows` rows, from
@@ -206,6 +219,7 @@ pub fn fragments(dir: &Path, target_rows: usize) -> Result<Vec<FragmentSpan>> {
 #[derive(Debug, Clone, Default)]
 pub struct ReaderBuilder {
     scan: ScanOptions,
+    dictionary_strings: bool,
 }
 
 impl ReaderBuilder {
@@ -216,6 +230,14 @@ impl ReaderBuilder {
     }
 
     crate::scan::scan_setters!();
+
+    /// Reads String columns as Arrow `Dictionary(Int32, Utf8)`: the codes of filo's
+    /// DictStringVectors become the keys without expanding the strings (other string vectors
+    /// are dictionary-encoded). Default: `false`, plain `Utf8`.
+    pub fn with_dictionary_strings(mut self, dictionary: bool) -> Self {
+        self.dictionary_strings = dictionary;
+        self
+    }
 
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let dir = path.as_ref().to_path_buf();
@@ -240,7 +262,23 @@ impl ReaderBuilder {
             }
             Some(other) => return Err(other.wrong_unit("Filo set", "chunks").with_file(&dir)),
         };
-        let full = info.schema();
+        let mut full = info.schema();
+        if self.dictionary_strings {
+            full = Arc::new(Schema::new(
+                full.fields()
+                    .iter()
+                    .map(|f| match f.data_type() {
+                        DataType::Utf8 => {
+                            Arc::new(f.as_ref().clone().with_data_type(DataType::Dictionary(
+                                Box::new(DataType::Int32),
+                                Box::new(DataType::Utf8),
+                            )))
+                        }
+                        _ => f.clone(),
+                    })
+                    .collect::<Vec<_>>(),
+            ));
+        }
         let schema = Arc::new(full.project(&columns)?);
         Ok(Reader {
             dir,
@@ -281,7 +319,11 @@ impl Reader {
         let arrays = self
             .columns
             .par_iter()
-            .map(|&c| read_column_chunk(&self.dir, index, c, &self.info.columns[c], rows))
+            .zip(self.schema.fields().par_iter())
+            .map(|(&c, field)| {
+                let column = &self.info.columns[c];
+                read_column_chunk_as(&self.dir, index, c, column, rows, field.data_type())
+            })
             .collect::<Result<Vec<_>>>()?;
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(

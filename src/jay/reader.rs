@@ -35,10 +35,16 @@ use crate::sentinel::{self, pack_bits, Sentinel};
 /// Rows × columns below which a batch is decoded on the calling thread.
 const PARALLEL_THRESHOLD: usize = 1 << 16;
 
+/// How many batches ahead a reader maps in the pages it will read.
+const PREFETCH_BATCHES: usize = 8;
+
 /// An opened, verified Jay file: its bytes (usually a memory map) and its description.
 pub struct JayFile {
     path: Option<PathBuf>,
     bytes: Buffer,
+    /// The mapping behind `bytes`, when the file is mapped: the reader asks the kernel to
+    /// fault in the parts it will read.
+    map: Option<Arc<Mmap>>,
     info: FrameInfo,
     schema: SchemaRef,
 }
@@ -48,8 +54,10 @@ impl JayFile {
     /// (pipes, character devices) are read into memory instead.
     pub fn open(path: impl AsRef<Path>) -> Result<JayFile> {
         let path = path.as_ref();
-        let bytes = map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
-        Self::from_buffer(bytes, Some(path.to_path_buf()))
+        let (bytes, map) = map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
+        let mut file = Self::from_buffer(bytes, Some(path.to_path_buf()))?;
+        file.map = map;
+        Ok(file)
     }
 
     /// Reads a file into memory (no mapping): immune to the file being truncated while read.
@@ -90,6 +98,7 @@ impl JayFile {
         Ok(JayFile {
             path,
             bytes,
+            map: None,
             info,
             schema: Arc::new(schema),
         })
@@ -107,6 +116,44 @@ impl JayFile {
 
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Asks the kernel to map in, ahead of the reads, the parts of the buffers of `columns`
+    /// that hold rows `first..last` (string data in proportion). A scan that touches mapped
+    /// pages one fault at a time spent about a fifth of its time in page faults; one
+    /// `MADV_POPULATE_READ` per buffer does the same work in a batch. Advisory: a kernel
+    /// without it (before Linux 5.14) falls back to read-ahead, and failures are ignored.
+    fn prefetch(&self, columns: &[usize], first: u64, last: u64) {
+        let Some(map) = &self.map else {
+            return;
+        };
+        let rows = self.info.nrows.max(1);
+        for &c in columns {
+            let Some(column) = self.info.columns.get(c) else {
+                continue;
+            };
+            for buffer in [&column.validity, &column.data, &column.strdata]
+                .into_iter()
+                .flatten()
+            {
+                let share =
+                    |row: u64| (buffer.length as u128 * row as u128 / rows as u128) as usize;
+                let start = buffer.start().saturating_add(share(first));
+                let len = share(last).saturating_sub(share(first));
+                if len == 0 || start.saturating_add(len) > map.len() {
+                    continue;
+                }
+                #[cfg(target_os = "linux")]
+                if map
+                    .advise_range(memmap2::Advice::PopulateRead, start, len)
+                    .is_ok()
+                {
+                    continue;
+                }
+                #[cfg(unix)]
+                let _ = map.advise_range(memmap2::Advice::WillNeed, start, len);
+            }
+        }
     }
 
     /// Decodes every value of every column, checking all that a read checks.
@@ -147,20 +194,21 @@ fn attach_path(error: Error, path: Option<&Path>) -> Error {
     }
 }
 
-fn map_or_read(path: &Path) -> std::io::Result<Buffer> {
+fn map_or_read(path: &Path) -> std::io::Result<(Buffer, Option<Arc<Mmap>>)> {
     let file = File::open(path)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() || metadata.len() < 4096 {
-        return read_aligned(path);
+        return Ok((read_aligned(path)?, None));
     }
     // SAFETY: the map is read-only and private to this process. Another process truncating
     // the file while it is mapped can fault the reader; `JayFile::open_copy` avoids that.
-    let map = unsafe { Mmap::map(&file)? };
+    let map = Arc::new(unsafe { Mmap::map(&file)? });
     let len = map.len();
     let ptr = NonNull::new(map.as_ptr() as *mut u8).expect("a mapping is never null");
     // SAFETY: `ptr` is valid for `len` bytes for as long as the `Mmap` lives, and the buffer
     // keeps it alive.
-    Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(map)) })
+    let buffer = unsafe { Buffer::from_custom_allocation(ptr, len, map.clone()) };
+    Ok((buffer, Some(map)))
 }
 
 fn read_aligned(path: &Path) -> std::io::Result<Buffer> {
@@ -258,6 +306,7 @@ impl ReaderBuilder {
             file,
             schema,
             columns,
+            prefetched_to: first,
             first_row: first,
             next_row: first,
             end_row: end,
@@ -282,6 +331,8 @@ pub struct Reader {
     file: Arc<JayFile>,
     schema: SchemaRef,
     columns: Vec<usize>,
+    /// Rows up to here have been handed to [`JayFile::prefetch`].
+    prefetched_to: usize,
     first_row: usize,
     next_row: usize,
     end_row: usize,
@@ -327,6 +378,14 @@ impl Iterator for Reader {
         let start = self.next_row;
         let len = self.batch_size.min(self.end_row - start);
         self.next_row += len;
+        // Keep the pages of the next few batches mapped in ahead of the reads, in windows
+        // (a whole large file at once would hold the first batch back and flood memory).
+        if self.prefetched_to < self.next_row + PREFETCH_BATCHES / 2 * len {
+            let from = self.prefetched_to.max(start);
+            let to = (start + PREFETCH_BATCHES * len.max(1)).min(self.end_row);
+            self.file.prefetch(&self.columns, from as u64, to as u64);
+            self.prefetched_to = to;
+        }
         let batch = self.read_batch(start, len);
         self.failed = batch.is_err();
         Some(batch.map_err(ArrowError::from))

@@ -1,0 +1,192 @@
+//! `open` and `Dataset`: a source with its options, opened afresh for every consumer.
+
+use std::path::PathBuf;
+
+use arrow_array::RecordBatchReader;
+use arrow_schema::SchemaRef;
+use pyo3::exceptions::PyImportError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+use crate::errors::{self, IntoPyResult};
+use crate::options::ReadSpec;
+use crate::reader::{schema_capsule, stream_capsule, PyReader, PySchema};
+
+/// Opens `spec` with the GIL released (opening may read and check a whole header or index).
+pub fn open_spec(py: Python<'_>, spec: &ReadSpec) -> PyResult<PyReader> {
+    let reader = py.detach(|| spec.open()).py_err()?;
+    Ok(PyReader::new(reader, Some(spec.path.clone())))
+}
+
+/// Opens a source for one pass over its batches.
+#[pyfunction]
+#[pyo3(signature = (source, *, format = None, columns = None, limit = None, batch_size = None, **options))]
+pub fn open(
+    py: Python<'_>,
+    source: PathBuf,
+    format: Option<&str>,
+    columns: Option<&Bound<'_, PyAny>>,
+    limit: Option<i64>,
+    batch_size: Option<i64>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PyReader> {
+    let spec = ReadSpec::new(source, format, columns, limit, batch_size, options)?;
+    open_spec(py, &spec)
+}
+
+/// A source that can be read any number of times: every `__arrow_c_stream__` (every scan by
+/// DuckDB, every `pyarrow.table(ds)`) opens a fresh reader, so a self-join works.
+#[pyclass(module = "arrowsmith", name = "Dataset", frozen)]
+pub struct PyDataset {
+    spec: ReadSpec,
+    schema: SchemaRef,
+}
+
+impl PyDataset {
+    pub fn spec(&self) -> &ReadSpec {
+        &self.spec
+    }
+}
+
+#[pymethods]
+impl PyDataset {
+    #[new]
+    #[pyo3(signature = (source, *, format = None, columns = None, limit = None, batch_size = None, **options))]
+    fn new(
+        py: Python<'_>,
+        source: PathBuf,
+        format: Option<&str>,
+        columns: Option<&Bound<'_, PyAny>>,
+        limit: Option<i64>,
+        batch_size: Option<i64>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyDataset> {
+        let spec = ReadSpec::new(source, format, columns, limit, batch_size, options)?;
+        // Opening once checks the source and the options now, not at the first scan.
+        let schema = py.detach(|| spec.open().map(|r| r.schema())).py_err()?;
+        Ok(PyDataset { spec, schema })
+    }
+
+    /// The schema of the batches (after `columns`).
+    #[getter]
+    fn schema(&self) -> PySchema {
+        PySchema(SchemaRef::clone(&self.schema))
+    }
+
+    /// The source's path.
+    #[getter]
+    fn source(&self) -> String {
+        self.spec.path.display().to_string()
+    }
+
+    /// The source's format name (as `formats()` lists it).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.spec.format().name()
+    }
+
+    /// A new one-pass Reader; `columns`, `limit` and `batch_size` narrow this dataset's own
+    /// (a limit can only lower the dataset's).
+    #[pyo3(signature = (*, columns = None, limit = None, batch_size = None))]
+    fn open(
+        &self,
+        py: Python<'_>,
+        columns: Option<&Bound<'_, PyAny>>,
+        limit: Option<i64>,
+        batch_size: Option<i64>,
+    ) -> PyResult<PyReader> {
+        let mut spec = self.spec.clone();
+        spec.set_scan(columns, limit, batch_size)?;
+        if let (Some(own), Some(asked)) = (self.spec.limit(), spec.limit()) {
+            spec.options.scan.limit = Some(own.min(asked));
+        }
+        open_spec(py, &spec)
+    }
+
+    /// The first `n` rows as a `pyarrow.Table` (needs pyarrow).
+    #[pyo3(signature = (n = 5))]
+    fn head<'py>(&self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyAny>> {
+        let pyarrow = py.import("pyarrow").map_err(|_| {
+            PyImportError::new_err(
+                "Dataset.head() returns a pyarrow.Table and needs pyarrow (pip install pyarrow); without it, use polars.DataFrame(dataset.open(limit=n))",
+            )
+        })?;
+        let reader = self.open(py, None, Some(n), None)?;
+        let loaded = PyReader::new_in_memory(reader.collect(py, None)?, reader.schema_ref());
+        pyarrow.call_method1("table", (loaded,))
+    }
+
+    /// The number of rows: from the metadata where the format records it (Jay, bcolz, Filo,
+    /// VS, DataSeries, Parquet, Arrow IPC files), else by reading every batch.
+    fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
+        let known = py.detach(|| crate::inspect::known_rows(&self.spec));
+        let rows = match known {
+            Some(rows) => rows,
+            None => {
+                let mut reader = py.detach(|| self.spec.open()).py_err()?;
+                let mut rows = 0u64;
+                while let Some(batch) = py.detach(|| reader.next()) {
+                    let batch =
+                        batch.map_err(|e| errors::from_arrow(e, Some(self.spec.path.as_path())))?;
+                    rows += batch.num_rows() as u64;
+                    py.check_signals()?;
+                }
+                return Ok(rows);
+            }
+        };
+        Ok(match self.spec.limit() {
+            Some(limit) => rows.min(limit as u64),
+            None => rows,
+        })
+    }
+
+    /// The dataset's fragments: pieces of about `target_rows` rows that `open_fragment` reads
+    /// independently (the dataset's columns and limit do not apply to them).
+    #[pyo3(signature = (*, target_rows = None))]
+    fn fragments(
+        &self,
+        py: Python<'_>,
+        target_rows: Option<i64>,
+    ) -> PyResult<Vec<crate::fragment::PyFragment>> {
+        crate::fragment::list(py, &self.spec, target_rows)
+    }
+
+    /// The row count from the metadata alone (after `limit`), or None; for progress bars.
+    fn _known_rows(&self, py: Python<'_>) -> Option<u64> {
+        let rows = py.detach(|| crate::inspect::known_rows(&self.spec))?;
+        Some(
+            self.spec
+                .limit()
+                .map_or(rows, |limit| rows.min(limit as u64)),
+        )
+    }
+
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        schema_capsule(py, &self.schema)
+    }
+
+    /// A fresh reader over the whole dataset, as an Arrow C stream.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader: Box<dyn RecordBatchReader + Send> = py.detach(|| self.spec.open()).py_err()?;
+        stream_capsule(py, reader)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "arrowsmith.Dataset({:?}, format={:?}, columns={:?})",
+            self.spec.path.display().to_string(),
+            self.spec.format().name(),
+            self.schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+        )
+    }
+}

@@ -1,0 +1,81 @@
+"""Shared helpers of the Python package's tests: where the fixtures are, and the arrowsmith
+command line (target/debug/arrowsmith, or $ARROWSMITH_BIN) as the reference for what a read
+must give."""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+
+
+def cli_binary():
+    env = os.environ.get("ARROWSMITH_BIN")
+    if env:
+        return env
+    path = ROOT / "target" / "debug" / "arrowsmith"
+    if not path.exists():
+        pytest.fail("no arrowsmith binary: run `cargo build --bin arrowsmith` or set ARROWSMITH_BIN")
+    return str(path)
+
+
+def run_cli(*args):
+    return subprocess.run([cli_binary(), *map(str, args)], capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+def filo_vector_types():
+    """The element type of every golden Filo vector, which its bytes do not record."""
+    types = {}
+    with open(DATA / "filo" / "vectors" / "manifest.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                entry = json.loads(line)
+                types[entry["name"] + ".bin"] = entry["type"]
+    return types
+
+
+def fixtures():
+    """Every sample input as (id, path, read options): all five formats, good and damaged."""
+    found = []
+    for path in sorted((DATA / "jay").rglob("*.jay")):
+        found.append((path, {}))
+    for path in sorted((DATA / "dataseries").rglob("*.ds")):
+        found.append((path, {}))
+    found.append((DATA / "filo" / "set.filo", {}))
+    types = filo_vector_types()
+    for path in sorted((DATA / "filo" / "vectors").glob("*.bin")):
+        if path.name in types:
+            found.append((path, {"format": "filo-vector", "filo_type": types[path.name]}))
+    for path in sorted((DATA / "vs").glob("*.vs")):
+        found.append((path, {}))
+    for path in sorted((DATA / "bcolz" / "datasets").iterdir()):
+        found.append((path, {}))
+    return [pytest.param(p, o, id=str(p.relative_to(DATA))) for p, o in found]
+
+
+def cli_flags(options):
+    """The command line's spelling of read options."""
+    flags = []
+    for key, value in options.items():
+        flag = "--from" if key == "format" else "--" + key.replace("_", "-")
+        flags += [flag] if value is True else [flag, str(value)]
+    return flags
+
+
+def assert_same_table(got, want):
+    """Equal schemas (metadata included) and values; floats compared by their bits, so that
+    NaN equals NaN."""
+    import pyarrow as pa
+
+    assert got.schema.equals(want.schema, check_metadata=True), (got.schema, want.schema)
+    assert got.num_rows == want.num_rows
+    bits = {pa.float16(): pa.int16(), pa.float32(): pa.int32(), pa.float64(): pa.int64()}
+    for name, a, b in zip(got.column_names, got.columns, want.columns):
+        a, b = a.combine_chunks(), b.combine_chunks()
+        if a.type in bits:
+            a, b = a.view(bits[a.type]), b.view(bits[b.type])
+        assert a.equals(b), "column %r differs:\n%s\n%s" % (name, a, b)
