@@ -33,7 +33,11 @@ const BATCH: usize = 65_536;
 
 fn rows() -> usize {
     std::env::var("ARROWSMITH_BENCH_ROWS")
-        .map(|v| v.replace('_', "").parse().expect("ARROWSMITH_BENCH_ROWS: a number"))
+        .map(|v| {
+            v.replace('_', "")
+                .parse()
+                .expect("ARROWSMITH_BENCH_ROWS: a number")
+        })
         .unwrap_or(10_000_000)
 }
 
@@ -99,9 +103,8 @@ fn ensure_parquet(source: &Path, parquet: &Path) {
 }
 
 fn session(partitions: usize) -> SessionContext {
-    let ctx = SessionContext::new_with_config(
-        SessionConfig::new().with_target_partitions(partitions),
-    );
+    let ctx =
+        SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
     ctx.register_arrowsmith().expect("register");
     ctx
 }
@@ -127,7 +130,10 @@ fn bench_sql(c: &mut Criterion) {
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .measurement_time(Duration::from_secs(20));
-    for (name, source, parquet) in [("jay", &jay, &jay_parquet), ("dataseries", &ds, &ds_parquet)] {
+    for (name, source, parquet) in [
+        ("jay", &jay, &jay_parquet),
+        ("dataseries", &ds, &ds_parquet),
+    ] {
         for partitions in [1, 2, 4] {
             let ctx = session(partitions);
             runtime.block_on(async {
@@ -140,9 +146,13 @@ fn bench_sql(c: &mut Criterion) {
             });
             let ctx = session(partitions);
             runtime.block_on(async {
-                ctx.register_parquet("t", parquet.to_str().expect("UTF-8"), ParquetReadOptions::default())
-                    .await
-                    .expect("register the Parquet file");
+                ctx.register_parquet(
+                    "t",
+                    parquet.to_str().expect("UTF-8"),
+                    ParquetReadOptions::default(),
+                )
+                .await
+                .expect("register the Parquet file");
             });
             group.bench_function(format!("{name}_parquet/{partitions}"), |b| {
                 b.iter(|| runtime.block_on(async { ctx.sql(QUERY).await?.collect().await }))

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::Schema;
+use arrow_schema::{Schema, SchemaRef};
 use arrowsmith::{Format, Fragment, DEFAULT_TARGET_ROWS};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
@@ -85,6 +85,7 @@ impl FileSource for ArrowsmithSource {
         }
         let opener = Arc::new(ArrowsmithOpener {
             format: self.format,
+            file_schema: Arc::clone(self.table_schema.file_schema()),
             options: Arc::clone(&self.options),
             scan: Scan {
                 batch_size: self.batch_size.or(base_config.batch_size),
@@ -236,6 +237,7 @@ pub(crate) fn local_path(file: &PartitionedFile) -> Result<PathBuf> {
 
 struct ArrowsmithOpener {
     format: Format,
+    file_schema: SchemaRef,
     options: Arc<ArrowsmithOptions>,
     scan: Scan,
 }
@@ -250,7 +252,8 @@ impl FileOpener for ArrowsmithOpener {
         // the first column, and keep only the row counts.
         let rows_only = scan.projection.as_ref().is_some_and(|p| p.is_empty());
         if rows_only {
-            scan.projection = Some(vec![0]);
+            // A file without columns (a Jay frame can have rows and none) is read whole.
+            scan.projection = (!self.file_schema.fields().is_empty()).then(|| vec![0]);
         }
         let fragment = file.extension::<FragmentOf>().map(|f| f.0.clone());
         Ok(async move {

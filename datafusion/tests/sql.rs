@@ -582,3 +582,22 @@ async fn multi_extent_and_multi_chunk_data_is_scanned_by_several_partitions() {
     );
     assert!(explain(&ctx, &sql).await.contains("file_groups={4 groups"));
 }
+
+#[tokio::test]
+async fn a_scan_that_needs_no_columns_still_counts_every_row() {
+    let ctx = session_with_partitions(4);
+    // `random() < 2` keeps every row but cannot be answered from statistics: the scan runs,
+    // wanting no column at all, even from a Jay frame that has rows and no column.
+    for (file, rows) in [
+        ("jay/zero_cols_nrows.jay", 5),
+        ("dataseries/generated/basic-zlib.ds", 40),
+        ("bcolz/datasets/num_int64", 2500),
+    ] {
+        let sql = format!(
+            "SELECT count(*) AS n FROM {} WHERE random() < 2",
+            quoted(&data(file))
+        );
+        let text = lines(&run(&ctx, &sql).await).join("\n");
+        assert!(text.contains(&format!("| {rows} ")), "{file}: {text}");
+    }
+}
