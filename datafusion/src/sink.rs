@@ -21,6 +21,7 @@ use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
 
@@ -65,6 +66,14 @@ impl ArrowsmithSink {
         if !conf.table_partition_cols.is_empty() {
             return Err(DataFusionError::NotImplemented(format!(
                 "COPY … PARTITIONED BY into {format}: arrowsmith writes one {format} output"
+            )));
+        }
+        // COPY comes with no files; INSERT INTO a listing table comes with the table's files,
+        // which one all-or-nothing writer at the table's path would replace, not append to.
+        if !conf.file_group.is_empty() || conf.insert_op != InsertOp::Append {
+            return Err(DataFusionError::NotImplemented(format!(
+                "INSERT into a {format} table: arrowsmith writes whole new outputs; \
+                 use COPY (…) TO a new path"
             )));
         }
         if conf.object_store_url.as_str() != "file:///" {

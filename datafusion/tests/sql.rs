@@ -601,3 +601,30 @@ async fn a_scan_that_needs_no_columns_still_counts_every_row() {
         assert!(text.contains(&format!("| {rows} ")), "{file}: {text}");
     }
 }
+
+#[tokio::test]
+async fn insert_into_a_legacy_table_is_refused_and_leaves_its_files_alone() {
+    // DataFusion refuses INSERT into a single-file table itself; a directory table comes to the
+    // arrowsmith sink with its files, which one writer would replace rather than add to.
+    let dir = tempfile::Builder::new().prefix("insert").tempdir().unwrap();
+    let path = dir.path().join("frame.jay");
+    std::fs::copy(data("jay/tiny.jay"), &path).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let ctx = session();
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE frames STORED AS JAY LOCATION '{}/'",
+            dir.path().display()
+        ),
+    )
+    .await;
+    let outcome = match ctx.sql("INSERT INTO frames SELECT * FROM frames").await {
+        Ok(frame) => frame.collect().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    let error = outcome.expect_err("an INSERT would replace the files with the new rows only");
+    assert!(error.to_string().contains("COPY"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
