@@ -52,6 +52,9 @@ const FILE_MODE: u32 = 0o666;
 /// The mode of a new directory before the umask.
 const DIR_MODE: u32 = 0o777;
 
+/// A file output that appears whole or not at all: written to a temporary sibling of the target
+/// and renamed into place by [`AtomicFile::commit`]. Dropping it uncommitted deletes the
+/// temporary file.
 pub struct AtomicFile {
     writer: BufWriter<NamedTempFile>,
     target: PathBuf,
@@ -75,6 +78,7 @@ impl AtomicFile {
         self.durable = durable;
     }
 
+    /// The path the file will have once committed.
     pub fn target(&self) -> &Path {
         &self.target
     }
@@ -132,17 +136,60 @@ impl Write for AtomicFile {
     }
 }
 
-/// The output of a writer that streams (Arrow IPC stream, CSV, NDJSON): a file that appears
-/// whole at [`StreamOutput::commit`], or standard output when the target is `-`, for a pipe
-/// into another program.
+/// The output of a single-file writer: a file that appears whole at [`StreamOutput::commit`],
+/// standard output when the target is `-` (for a pipe into another program), or a sink the
+/// caller hands in.
 pub enum StreamOutput {
     /// A new file, renamed into place at the commit.
     File(AtomicFile),
     /// Standard output, flushed at the commit.
     Stdout(BufWriter<io::Stdout>),
+    /// The caller's sink (a pipe, a socket, a buffer), flushed at the commit. A sink cannot be
+    /// taken back, so a write that fails half-way may leave part of the output in it.
+    Sink(BufWriter<Box<dyn Write + Send>>),
 }
 
+/// How errors of a writer to a sink name their "file".
+pub const SINK_NAME: &str = "<sink>";
+
 impl StreamOutput {
+    /// A new file at `target` (never standard output), renamed into place at the commit.
+    pub fn file(target: &Path) -> Result<StreamOutput> {
+        Ok(StreamOutput::File(AtomicFile::create(target)?))
+    }
+
+    /// The caller's sink, buffered.
+    pub fn sink(sink: impl Write + Send + 'static) -> StreamOutput {
+        StreamOutput::Sink(BufWriter::with_capacity(1 << 20, Box::new(sink)))
+    }
+
+    /// Whether the commit of a file flushes it to disk first (see [`AtomicFile::set_durable`]);
+    /// no effect on standard output or a sink.
+    pub fn set_durable(&mut self, durable: bool) {
+        if let StreamOutput::File(file) = self {
+            file.set_durable(durable);
+        }
+    }
+
+    /// The path the output will have: the target of a file, `<stdout>` or [`SINK_NAME`].
+    pub fn name(&self) -> &Path {
+        match self {
+            StreamOutput::File(file) => file.target(),
+            StreamOutput::Stdout(_) => Path::new("<stdout>"),
+            StreamOutput::Sink(_) => Path::new(SINK_NAME),
+        }
+    }
+
+    /// Where to write one large piece: a file itself once its buffer is flushed (so the piece
+    /// is not copied through the buffer), else the buffered stream.
+    pub fn unbuffered(&mut self) -> io::Result<&mut dyn Write> {
+        Ok(match self {
+            StreamOutput::File(file) => file.file_mut()?,
+            StreamOutput::Stdout(out) => out,
+            StreamOutput::Sink(out) => out,
+        })
+    }
+
     /// Standard output for `-`, else an [`AtomicFile`] at `target`.
     pub fn create(target: &Path) -> Result<StreamOutput> {
         if target == Path::new("-") {
@@ -162,6 +209,9 @@ impl StreamOutput {
             StreamOutput::Stdout(mut out) => out
                 .flush()
                 .map_err(|e| Error::from(e).with_file(Path::new("<stdout>"))),
+            StreamOutput::Sink(mut out) => out
+                .flush()
+                .map_err(|e| Error::from(e).with_file(Path::new(SINK_NAME))),
         }
     }
 }
@@ -171,18 +221,21 @@ impl Write for StreamOutput {
         match self {
             StreamOutput::File(f) => f.write(buf),
             StreamOutput::Stdout(o) => o.write(buf),
+            StreamOutput::Sink(o) => o.write(buf),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             StreamOutput::File(f) => f.write_all(buf),
             StreamOutput::Stdout(o) => o.write_all(buf),
+            StreamOutput::Sink(o) => o.write_all(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             StreamOutput::File(f) => f.flush(),
             StreamOutput::Stdout(o) => o.flush(),
+            StreamOutput::Sink(o) => o.flush(),
         }
     }
 }
@@ -197,6 +250,8 @@ pub struct AtomicDir {
 }
 
 impl AtomicDir {
+    /// Starts a temporary directory beside the target (a rename is atomic only within one file
+    /// system, so it must sit in the target's parent).
     pub fn create(target: &Path) -> Result<AtomicDir> {
         let temp = temp_sibling(target, DIR_MODE, |b, dir| b.tempdir_in(dir))?;
         Ok(AtomicDir {
@@ -218,6 +273,7 @@ impl AtomicDir {
         self.temp.as_ref().map_or(&self.target, |t| t.path())
     }
 
+    /// The path the directory will have once committed.
     pub fn target(&self) -> &Path {
         &self.target
     }

@@ -70,7 +70,7 @@ pub fn open(
         Format::FiloVector => {
             let filo_type = formats.filo_type.ok_or_else(|| {
                 Error::invalid_argument(
-                    "a bare Filo vector does not say its element type; give it (--filo-type)",
+                    "a bare Filo vector does not say its element type; give it (the filo_type option)",
                 )
                 .with_file(path)
             })?;

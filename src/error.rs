@@ -4,13 +4,23 @@
 //! field, the byte offset and the row, whichever apply. Readers hand it to Arrow as
 //! `ArrowError::ExternalError`, so it survives the `RecordBatchReader` interface and can be
 //! recovered with [`Error::from_arrow`].
+//!
+//! The error it was caused by stays attached as [`std::error::Error::source`]: an
+//! [`std::io::Error`] (whose kind [`Error::io_kind`] reads without parsing text), a
+//! [`parquet::errors::ParquetError`] or an [`ArrowError`], so a caller can tell a missing file from
+//! a permission problem from bad data by type, not by message.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use arrow_schema::ArrowError;
 
+/// The result type of every fallible arrowsmith call.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The boxed cause an [`Error`] keeps, as [`ArrowError::ExternalError`] and
+/// [`parquet::errors::ParquetError::External`] box theirs.
+type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What went wrong, as a stable name (`ErrorClass::as_str`) that tests and manifests use.
 #[non_exhaustive]
@@ -67,6 +77,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// The class's stable snake-case name, as tests, manifests and the Python exceptions use it.
     pub fn as_str(self) -> &'static str {
         use ErrorClass::*;
         match self {
@@ -112,10 +123,33 @@ impl fmt::Display for ErrorClass {
 /// A column named in an error: its position and, when it has one, its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnRef {
+    /// Zero-based position of the column in the file's schema.
     pub index: usize,
+    /// The column's name, when the format gives it one.
     pub name: Option<String>,
 }
 
+/// An arrowsmith failure: what went wrong, where, and what caused it.
+///
+/// - [`class`](Error::class) is a stable [`ErrorClass`] to match on; [`message`](Error::message)
+///   says what was found and what was expected.
+/// - [`file`](Error::file), [`column`](Error::column), [`field`](Error::field),
+///   [`offset`](Error::offset) and [`row`](Error::row) locate it; each `with_*` / `at_*` keeps the
+///   innermost location, so a reader deep in a file is not overruled by its caller.
+/// - [`source`](std::error::Error::source) is the underlying error, when another library raised
+///   it: [`std::io::Error`] (see [`io_kind`](Error::io_kind)),
+///   [`parquet::errors::ParquetError`] or [`ArrowError`]. Downcast it to inspect it.
+///
+/// Readers return it inside [`ArrowError::ExternalError`]; [`Error::from_arrow`] and
+/// `Error::from(ArrowError)` take it back out with its source intact.
+///
+/// ```
+/// use std::io::ErrorKind;
+///
+/// let error = arrowsmith::open("data/no-such-file.jay", &Default::default()).err().unwrap();
+/// assert_eq!(error.class(), arrowsmith::ErrorClass::Io);
+/// assert_eq!(error.io_kind(), Some(ErrorKind::NotFound));
+/// ```
 #[derive(Debug)]
 pub struct Error {
     class: ErrorClass,
@@ -125,10 +159,11 @@ pub struct Error {
     field: Option<String>,
     offset: Option<u64>,
     row: Option<u64>,
-    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    source: Option<Source>,
 }
 
 impl Error {
+    /// An error of `class` saying `message`, with no location and no source yet.
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Error {
             class,
@@ -142,10 +177,12 @@ impl Error {
         }
     }
 
+    /// An [`ErrorClass::InvalidArgument`] error: the caller asked for something impossible.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::InvalidArgument, message)
     }
 
+    /// An [`ErrorClass::Unsupported`] error: valid, but not implemented by this build.
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::Unsupported, message)
     }
@@ -158,6 +195,7 @@ impl Error {
         self
     }
 
+    /// Names the column (position and name), unless an inner call already named one.
     pub fn with_column(mut self, index: usize, name: Option<&str>) -> Self {
         if self.column.is_none() {
             self.column = Some(ColumnRef {
@@ -168,6 +206,7 @@ impl Error {
         self
     }
 
+    /// Names the metadata field, unless an inner call already named one.
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
         if self.field.is_none() {
             self.field = Some(field.into());
@@ -175,6 +214,7 @@ impl Error {
         self
     }
 
+    /// Gives the byte offset in the file, unless an inner call already gave one.
     pub fn at_offset(mut self, offset: u64) -> Self {
         if self.offset.is_none() {
             self.offset = Some(offset);
@@ -182,6 +222,7 @@ impl Error {
         self
     }
 
+    /// Gives the row, unless an inner call already gave one.
     pub fn at_row(mut self, row: u64) -> Self {
         if self.row.is_none() {
             self.row = Some(row);
@@ -189,31 +230,61 @@ impl Error {
         self
     }
 
-    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
+    /// Attaches the error that caused this one, returned by [`std::error::Error::source`].
+    pub fn with_source(self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.with_boxed_source(Box::new(source))
+    }
+
+    fn with_boxed_source(mut self, source: Source) -> Self {
+        self.source = Some(source);
         self
     }
 
+    /// What went wrong, as a stable class.
     pub fn class(&self) -> ErrorClass {
         self.class
     }
+    /// What was found and what was expected, without the location.
     pub fn message(&self) -> &str {
         &self.message
     }
+    /// The file the error is in, if one is known.
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
     }
+    /// The column the error is in, if one is known.
     pub fn column(&self) -> Option<&ColumnRef> {
         self.column.as_ref()
     }
+    /// The metadata field the error is in, if one is known.
     pub fn field(&self) -> Option<&str> {
         self.field.as_deref()
     }
+    /// The byte offset in the file, if one is known.
     pub fn offset(&self) -> Option<u64> {
         self.offset
     }
+    /// The row, if one is known.
     pub fn row(&self) -> Option<u64> {
         self.row
+    }
+
+    /// The kind of the [`std::io::Error`] that caused this error, if one did.
+    ///
+    /// It looks through the whole chain of sources, so an I/O error that Arrow or Parquet wrapped
+    /// is found too. `None` means the data or the request was at fault, not the system.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            if let Some(io) = error.downcast_ref::<std::io::Error>() {
+                return Some(io.kind());
+            }
+            if let Some(ArrowError::IoError(_, io)) = error.downcast_ref::<ArrowError>() {
+                return Some(io.kind());
+            }
+            cause = error.source();
+        }
+        None
     }
 
     /// The arrowsmith error carried inside an `ArrowError`, if there is one.
@@ -229,10 +300,15 @@ impl Error {
         match error {
             ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
                 Ok(ours) => *ours,
-                Err(other) => Error::new(ErrorClass::Arrow, other.to_string()),
+                Err(other) => match other.downcast::<std::io::Error>() {
+                    Ok(io) => Error::from(*io),
+                    Err(other) => {
+                        Error::new(ErrorClass::Arrow, other.to_string()).with_boxed_source(other)
+                    }
+                },
             },
             ArrowError::IoError(message, io) => Error::new(ErrorClass::Io, message).with_source(io),
-            other => Error::new(ErrorClass::Arrow, other.to_string()),
+            other => Error::new(ErrorClass::Arrow, other.to_string()).with_source(other),
         }
     }
 }
@@ -278,7 +354,7 @@ impl std::error::Error for Error {
 
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Self {
-        Error::new(ErrorClass::Io, error.to_string())
+        Error::new(ErrorClass::Io, error.to_string()).with_source(error)
     }
 }
 
@@ -290,12 +366,114 @@ impl From<ArrowError> for Error {
 
 impl From<parquet::errors::ParquetError> for Error {
     fn from(error: parquet::errors::ParquetError) -> Self {
-        Error::new(ErrorClass::Parquet, error.to_string())
+        use parquet::errors::ParquetError;
+        match error {
+            // Parquet boxes what its Arrow reader or our own sources raised: take ours back out
+            // and keep an I/O error's kind.
+            ParquetError::External(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(other) => match other.downcast::<std::io::Error>() {
+                    Ok(io) => Error::from(*io),
+                    Err(other) => {
+                        Error::new(ErrorClass::Parquet, other.to_string()).with_boxed_source(other)
+                    }
+                },
+            },
+            other => Error::new(ErrorClass::Parquet, other.to_string()).with_source(other),
+        }
     }
 }
 
 impl From<Error> for ArrowError {
     fn from(error: Error) -> Self {
         ArrowError::ExternalError(Box::new(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+
+    fn open_error(path: &Path) -> Error {
+        match crate::open(path, &crate::ReadOptions::default()) {
+            Ok(_) => panic!("{} opened", path.display()),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn io_errors_keep_their_kind_through_arrow_and_parquet() {
+        for kind in [ErrorKind::NotFound, ErrorKind::PermissionDenied] {
+            let ours = Error::from(std::io::Error::from(kind)).with_file("x.jay");
+            assert_eq!(ours.io_kind(), Some(kind));
+            let through_arrow = ArrowError::from(ours);
+            assert_eq!(
+                Error::from_arrow(&through_arrow).unwrap().io_kind(),
+                Some(kind)
+            );
+            let back = Error::from(through_arrow);
+            assert_eq!((back.class(), back.io_kind()), (ErrorClass::Io, Some(kind)));
+            assert_eq!(back.file(), Some(Path::new("x.jay")));
+
+            let arrow_io = ArrowError::IoError("read".into(), std::io::Error::from(kind));
+            assert_eq!(Error::from(arrow_io).io_kind(), Some(kind));
+            let parquet_io = parquet::errors::ParquetError::from(std::io::Error::from(kind));
+            assert_eq!(Error::from(parquet_io).io_kind(), Some(kind));
+        }
+    }
+
+    #[test]
+    fn library_errors_stay_their_own_type_as_source() {
+        let parquet = Error::from(parquet::errors::ParquetError::General("bad page".into()));
+        assert_eq!(parquet.class(), ErrorClass::Parquet);
+        let source = std::error::Error::source(&parquet).expect("a source");
+        assert!(source.is::<parquet::errors::ParquetError>());
+        assert_eq!(parquet.io_kind(), None);
+
+        let arrow = Error::from(ArrowError::ComputeError("overflow".into()));
+        assert_eq!(arrow.class(), ErrorClass::Arrow);
+        let source = std::error::Error::source(&arrow).expect("a source");
+        assert!(matches!(
+            source.downcast_ref::<ArrowError>(),
+            Some(ArrowError::ComputeError(_))
+        ));
+
+        // Ours, boxed by Parquet, comes back whole rather than as Parquet's text.
+        let inner = Error::new(ErrorClass::BadValue, "negative length").at_row(7);
+        let back = Error::from(parquet::errors::ParquetError::External(Box::new(inner)));
+        assert_eq!((back.class(), back.row()), (ErrorClass::BadValue, Some(7)));
+    }
+
+    #[test]
+    fn a_missing_file_a_forbidden_file_and_bad_data_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+
+        let missing = open_error(&dir.path().join("absent.jay"));
+        assert_eq!(missing.class(), ErrorClass::Io);
+        assert_eq!(missing.io_kind(), Some(ErrorKind::NotFound));
+
+        let garbage = dir.path().join("garbage.jay");
+        std::fs::write(&garbage, b"this is not a Jay file at all, just text").unwrap();
+        let bad = open_error(&garbage);
+        assert_ne!(bad.class(), ErrorClass::Io);
+        assert_eq!(bad.io_kind(), None, "{bad}");
+
+        let forbidden = dir.path().join("forbidden.jay");
+        std::fs::copy("data/jay/tiny.jay", &forbidden).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&forbidden, std::fs::Permissions::from_mode(0o000)).unwrap();
+            // A privileged user (root in a container) reads it anyway: then there is no
+            // permission error to observe, and the conversion test above covers the kind.
+            if std::fs::File::open(&forbidden).is_err() {
+                let denied = open_error(&forbidden);
+                assert_eq!(denied.class(), ErrorClass::Io);
+                assert_eq!(denied.io_kind(), Some(ErrorKind::PermissionDenied));
+            } else {
+                eprintln!("running privileged: a mode-000 file is readable, skipped");
+            }
+        }
     }
 }

@@ -8,6 +8,8 @@ use std::str::FromStr;
 
 use crate::error::{Error, ErrorClass, Result};
 
+/// A format arrowsmith reads or writes (or knows of), by its command-line and `format`
+/// setting name ([`Format::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(into = "&'static str", try_from = "String")]
 pub enum Format {
@@ -17,7 +19,7 @@ pub enum Format {
     DataSeries,
     /// A Filo set: a `NAME.filo/` directory of Filo vectors.
     Filo,
-    /// One bare Filo vector; its element type comes from `--filo-type`.
+    /// One bare Filo vector; its element type comes from the `filo_type` option.
     FiloVector,
     /// torao/anthidium's vector-space data file `.vs`.
     Vs,
@@ -29,12 +31,14 @@ pub enum Format {
     Arrow,
     /// Arrow IPC stream.
     ArrowStream,
+    /// CSV with a header row.
     Csv,
     /// Newline-delimited JSON.
     Ndjson,
 }
 
 impl Format {
+    /// Every format, in the order `arrowsmith formats` lists them.
     pub const ALL: [Format; 11] = [
         Format::Jay,
         Format::DataSeries,
@@ -72,12 +76,13 @@ impl Format {
         }
     }
 
+    /// A one-line description, as `arrowsmith formats` shows it.
     pub fn description(self) -> &'static str {
         match self {
             Format::Jay => "h2oai/datatable Jay file",
             Format::DataSeries => "HP Labs DataSeries DSv1 file",
             Format::Filo => "Filo set directory (one Filo vector per column chunk)",
-            Format::FiloVector => "one Filo binary vector (needs --filo-type)",
+            Format::FiloVector => "one Filo binary vector (needs the filo_type option)",
             Format::Vs => "anthidium vector-space data file",
             Format::Bcolz => "bcolz 1.x carray/ctable directory",
             Format::Parquet => "Apache Parquet",
@@ -166,7 +171,7 @@ impl Format {
             .or_else(|| Format::from_extension(path))
             .ok_or_else(|| {
                 Error::invalid_argument(
-                    "cannot tell the format from the content or the extension; name it with --from",
+                    "cannot tell the format from the content or the extension; name it with the format option",
                 )
                 .with_file(path)
             })
@@ -176,7 +181,7 @@ impl Format {
     pub fn for_output(path: &Path) -> Result<Format> {
         Format::from_extension(path).ok_or_else(|| {
             Error::invalid_argument(
-                "cannot tell the output format from the extension; name it with --to",
+                "cannot tell the output format from the extension; name it with the format option",
             )
             .with_file(path)
         })

@@ -74,6 +74,8 @@ impl Fragment {
 /// holds at least one natural unit and never cuts one). `options.format` and
 /// `options.format_options` are used as [`open`](crate::open) uses them; the scan options are
 /// not (a listing is of the whole file).
+///
+#[doc = include_str!("../docs/fragments.md")]
 pub fn fragments(
     path: impl AsRef<Path>,
     options: &ReadOptions,

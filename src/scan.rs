@@ -8,8 +8,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The default number of rows per batch when the caller does not choose one.
+/// The number of rows per batch of every reader when the caller does not choose one: the
+/// command line's too, and large enough that the cost of each batch is small beside decoding.
 pub const DEFAULT_BATCH_SIZE: usize = 65_536;
+
+/// The bytes of a file held in memory, as every `build_from_bytes` takes them (`Vec<u8>`,
+/// `Buffer`, `bytes::Bytes` through `Buffer`…), for a reader that keeps a `Vec<u8>`: a `Vec`
+/// or a `Buffer` that owns its `Vec` is taken over, anything else is copied once.
+pub(crate) fn owned_bytes(bytes: impl Into<arrow_buffer::Buffer>) -> Vec<u8> {
+    let buffer: arrow_buffer::Buffer = bytes.into();
+    buffer
+        .into_vec::<u8>()
+        .unwrap_or_else(|shared| shared.as_slice().to_vec())
+}
 
 /// The default `target_rows` of a fragment listing: about a million rows, enough that opening
 /// a fragment costs little beside decoding it, few enough that a worker holds one in memory.
@@ -175,8 +186,8 @@ impl FragmentRange {
 /// and has a setter for each field.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanOptions {
-    /// Rows per batch at most; `None` is the reader's default ([`DEFAULT_BATCH_SIZE`]; one
-    /// extent for DataSeries, one chunk for Filo sets).
+    /// Rows per batch at most; `None` is every reader's default, [`DEFAULT_BATCH_SIZE`]. A
+    /// batch never spans two DataSeries extents or two Filo chunks.
     pub batch_size: Option<usize>,
     /// The columns to read, in this order; `None` reads them all.
     pub projection: Option<Projection>,
@@ -306,7 +317,9 @@ pub fn split_rows(
 /// in a field named `scan`.
 macro_rules! scan_setters {
     () => {
-        /// Rows per batch at most (the last batch of a file or fragment may be shorter).
+        /// Rows per batch at most (default [`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE),
+        /// 65,536; the last batch of a file, fragment, DataSeries extent or Filo chunk may be
+        /// shorter).
         pub fn with_batch_size(mut self, batch_size: usize) -> Self {
             self.scan.batch_size = Some(batch_size.max(1));
             self
@@ -331,7 +344,8 @@ macro_rules! scan_setters {
             self
         }
 
-        /// Sets the batch size, projection, limit and fragment at once.
+        /// Sets the batch size, projection, limit and fragment at once (default:
+        /// [`ScanOptions::default`](crate::ScanOptions), every column of the whole file).
         pub fn with_scan(mut self, scan: $crate::scan::ScanOptions) -> Self {
             self.scan = scan;
             self

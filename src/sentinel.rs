@@ -116,6 +116,7 @@ pub enum CollisionPolicy {
 /// A valid value at `index` that equals the sentinel, under [`CollisionPolicy::Error`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Collision {
+    /// Row of the colliding value.
     pub index: usize,
 }
 
@@ -130,6 +131,7 @@ pub struct SentinelSummary<T> {
 }
 
 impl<T: Sentinel> SentinelSummary<T> {
+    /// The summary of no values.
     pub fn empty() -> Self {
         SentinelSummary {
             na_count: 0,

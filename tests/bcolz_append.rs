@@ -2,29 +2,15 @@
 //! added, big-endian and string columns kept in their dtype; an append dropped before
 //! `finish()` leaves the previous contents readable; mismatched inputs are refused.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchReader, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::bcolz::{Appender, NullPolicy, ReaderBuilder};
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bcolz/datasets")
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
-}
+use common::{copy_dir, data};
 
 fn read_one(path: &Path) -> RecordBatch {
     let reader = ReaderBuilder::new()
@@ -67,7 +53,7 @@ fn appending_to_datasets_bcolz_wrote() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join(name);
-        copy_dir(&data().join(name), &path);
+        copy_dir(&data("bcolz/datasets").join(name), &path);
         let before = read_one(&path);
         // Twice, in odd-sized pieces, so that leftovers are completed and chunks added.
         append(&path, &before, 333);
@@ -104,7 +90,7 @@ fn appending_to_datasets_bcolz_wrote() {
 fn an_append_dropped_before_finish_changes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("t");
-    copy_dir(&data().join("ctable_zipline_like"), &path);
+    copy_dir(&data("bcolz/datasets").join("ctable_zipline_like"), &path);
     let before = read_one(&path);
     let mut a = Appender::try_new(&path, before.schema(), NullPolicy::Reject).unwrap();
     for _ in 0..20 {
@@ -125,7 +111,7 @@ fn an_append_dropped_before_finish_changes_nothing() {
 fn mismatched_inputs_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("u");
-    copy_dir(&data().join("unicode_U5"), &path);
+    copy_dir(&data("bcolz/datasets").join("unicode_U5"), &path);
     let strings = Arc::new(Schema::new(vec![Field::new("x", DataType::Utf8, false)]));
     let long = RecordBatch::try_new(
         strings.clone(),
@@ -148,7 +134,7 @@ fn mismatched_inputs_are_refused() {
     assert!(err.to_string().contains("<U5"), "{err}");
 
     let table = tmp.path().join("t");
-    copy_dir(&data().join("ctable_altered"), &table);
+    copy_dir(&data("bcolz/datasets").join("ctable_altered"), &table);
     let err = Appender::try_new(&table, ints, NullPolicy::Reject)
         .err()
         .unwrap();

@@ -2,6 +2,8 @@
 //! names, types, metadata, nulls, head and tail values, and the SHA-256 of the raw bytes
 //! rebuilt from Arrow; every bare Blosc chunk decoded; damaged inputs refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
@@ -10,21 +12,18 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 use arrowsmith::bcolz::{blosc, ReaderBuilder};
 use arrowsmith::Error;
+use common::{copy_dir, data};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bcolz")
-}
-
 fn expected(name: &str) -> Value {
-    let text =
-        std::fs::read_to_string(data().join("expected").join(format!("{name}.json"))).unwrap();
+    let text = std::fs::read_to_string(data("bcolz").join("expected").join(format!("{name}.json")))
+        .unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
 fn all_expected() -> Vec<(String, Value)> {
-    let mut out: Vec<(String, Value)> = std::fs::read_dir(data().join("expected"))
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(data("bcolz").join("expected"))
         .unwrap()
         .map(|e| {
             let p = e.unwrap().path();
@@ -250,7 +249,7 @@ fn raw_bytes(array: &ArrayRef, np: &str, out: &mut Vec<u8>) {
 }
 
 fn check_ok(name: &str, exp: &Value, batch_size: usize) {
-    let path = data().join("datasets").join(name);
+    let path = data("bcolz").join("datasets").join(name);
     let (schema, batches) = read_all(&path, batch_size).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(
         schema.metadata()["bcolz.kind"],
@@ -353,7 +352,7 @@ fn check_ok(name: &str, exp: &Value, batch_size: usize) {
 fn every_dataset_reads_as_expected() {
     let mut checked = 0;
     for (name, exp) in all_expected() {
-        let path = data().join("datasets").join(&name);
+        let path = data("bcolz").join("datasets").join(&name);
         if exp["expect"] == "error" {
             let err = read_all(&path, 1000)
                 .err()
@@ -389,7 +388,7 @@ fn every_dataset_reads_as_expected() {
 
 #[test]
 fn every_bare_chunk_decodes_to_its_manifest() {
-    let dir = data().join("blosc_chunks");
+    let dir = data("bcolz").join("blosc_chunks");
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let entries = manifest.as_array().unwrap();
@@ -433,7 +432,7 @@ fn every_bare_chunk_decodes_to_its_manifest() {
 
 #[test]
 fn projection_by_name_reads_only_those_columns() {
-    let path = data().join("datasets/ctable_mixed");
+    let path = data("bcolz").join("datasets/ctable_mixed");
     let reader = ReaderBuilder::new()
         .with_projection(["name", "id"])
         .with_limit(5)
@@ -456,21 +455,8 @@ fn projection_by_name_reads_only_those_columns() {
 fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join(name);
-    copy_dir(&data().join("datasets").join(name), &dst);
+    copy_dir(&data("bcolz").join("datasets").join(name), &dst);
     (tmp, dst)
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
 }
 
 fn fails_with(path: &Path, needle: &str) {

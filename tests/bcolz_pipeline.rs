@@ -4,16 +4,15 @@
 //! Arrow buffers or from copies) write the same bytes however the input is split, durable or
 //! not, and neither side deadlocks inside a one-thread rayon pool.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::bcolz::{NullPolicy, ReaderBuilder, Writer, WriterOptions};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bcolz/datasets")
-}
+use common::data;
 
 /// Every batch (or the error text where reading stops) of one reader.
 fn scan(reader: ReaderBuilder, path: &Path) -> Vec<Result<RecordBatch, String>> {
@@ -77,7 +76,7 @@ fn write_in(path: &Path, batch: &RecordBatch, options: WriterOptions, split: usi
 
 #[test]
 fn read_ahead_yields_the_batches_of_on_demand_decoding_on_every_fixture() {
-    for entry in std::fs::read_dir(fixtures()).unwrap() {
+    for entry in std::fs::read_dir(data("bcolz/datasets")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let chunklen = arrowsmith::bcolz::open_info(&path)

@@ -1,8 +1,10 @@
 //! Arrow → bcolz → Arrow over every mappable type and sizes around chunk boundaries; the
 //! fixtures bcolz → Arrow → bcolz → Arrow; nulls, widths, layout and atomicity rules.
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -14,6 +16,7 @@ use arrowsmith::bcolz::{
     Kind, NullPolicy, ReaderBuilder, Writer, WriterOptions,
 };
 use arrowsmith::Error;
+use common::data;
 use proptest::prelude::*;
 
 fn read(path: &Path) -> (SchemaRef, Vec<RecordBatch>) {
@@ -424,13 +427,9 @@ fn layout_names_and_unsupported_types() {
     assert_eq!(names.len(), 1, "{names:?}");
 }
 
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bcolz/datasets")
-}
-
 #[test]
 fn fixtures_round_trip_through_our_writer() {
-    for entry in std::fs::read_dir(data()).unwrap() {
+    for entry in std::fs::read_dir(data("bcolz/datasets")).unwrap() {
         let src = entry.unwrap().path();
         let name = src.file_name().unwrap().to_str().unwrap().to_owned();
         let Ok(reader) = ReaderBuilder::new().with_batch_size(777).build(&src) else {

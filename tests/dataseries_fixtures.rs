@@ -2,19 +2,15 @@
 //! the reference `ds2txt` output stored beside it; the manifest's structure (types, rows, extents,
 //! modes, byte order); and upstream's own sample files, read from `../shared` when present.
 
-#[path = "common/ds2txt.rs"]
-mod ds2txt;
+mod common;
 
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use arrowsmith::dataseries::{DsFile, OpenOptions, ReaderBuilder};
 use arrowsmith::Error;
+use common::{data, ds2txt};
 use serde_json::Value;
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/dataseries")
-}
 
 fn upstream() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/dataseries/upstream");
@@ -79,16 +75,17 @@ fn same_row(got: &str, want: &str) -> bool {
 
 #[test]
 fn every_fixture_matches_its_manifest_and_ds2txt_text() {
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(data().join("manifest.json")).unwrap())
-            .unwrap();
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(data("dataseries").join("manifest.json")).unwrap(),
+    )
+    .unwrap();
     let mut checked = 0;
     for entry in manifest["files"].as_array().unwrap() {
         let rel = entry["file"].as_str().unwrap();
         if rel.starts_with("upstream/") {
             continue;
         }
-        let path = data().join(rel);
+        let path = data("dataseries").join(rel);
         let file =
             DsFile::open(&path, OpenOptions::default()).unwrap_or_else(|e| panic!("{rel}: {e}"));
         let order = match file.order {
@@ -96,8 +93,10 @@ fn every_fixture_matches_its_manifest_and_ds2txt_text() {
             arrowsmith::dataseries::ByteOrder::Big => "big",
         };
         assert_eq!(entry["byte_order"].as_str().unwrap(), order, "{rel}");
-        let text =
-            std::fs::read_to_string(data().join(entry["expected_text"].as_str().unwrap())).unwrap();
+        let text = std::fs::read_to_string(
+            data("dataseries").join(entry["expected_text"].as_str().unwrap()),
+        )
+        .unwrap();
         for (name, info) in entry["types"].as_object().unwrap() {
             let t = file
                 .find_type(name)
@@ -164,8 +163,8 @@ fn big_endian_twins_read_like_their_little_endian_files() {
         "packing-none",
         "bigtosmall-bz2",
     ] {
-        let le = data().join(format!("bigendian/le-{pair}.ds"));
-        let be = data().join(format!("bigendian/be-{pair}.ds"));
+        let le = data("dataseries").join(format!("bigendian/le-{pair}.ds"));
+        let be = data("dataseries").join(format!("bigendian/be-{pair}.ds"));
         let lf = DsFile::open(&le, OpenOptions::default()).unwrap();
         let name = lf.candidate_types()[0].name.clone();
         let a = read_type(&le, &name);
@@ -177,7 +176,7 @@ fn big_endian_twins_read_like_their_little_endian_files() {
 
 #[test]
 fn multitype_file_needs_a_type_and_lists_them() {
-    let path = data().join("generated/multitype.ds");
+    let path = data("dataseries").join("generated/multitype.ds");
     let err = ReaderBuilder::new()
         .build(&path)
         .err()
@@ -194,7 +193,7 @@ fn multitype_file_needs_a_type_and_lists_them() {
 #[test]
 fn empty_file_yields_the_schema_and_no_batches() {
     let r = ReaderBuilder::new()
-        .build(data().join("generated/empty.ds"))
+        .build(data("dataseries").join("generated/empty.ds"))
         .unwrap();
     assert_eq!(
         arrow_array::RecordBatchReader::schema(&r).fields().len(),

@@ -2,8 +2,10 @@
 //! every packing option, over sizes that cross extent boundaries; and damaged input: every
 //! truncation and every flipped byte of a file is an error (never a panic) with checks on.
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::*;
@@ -11,10 +13,7 @@ use arrow_array::types::Int32Type;
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use arrowsmith::dataseries::{Mode, ReaderBuilder, Writer, WriterOptions};
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/dataseries")
-}
+use common::data;
 
 /// A deterministic pseudo-random sequence (xorshift).
 struct Rng(u64);
@@ -359,7 +358,7 @@ fn unsupported_types_and_nulls_in_non_nullable_fields_are_errors() {
 
 #[test]
 fn utf8_on_request_is_validated() {
-    let path = data().join("generated/basic-zlib.ds");
+    let path = data("dataseries").join("generated/basic-zlib.ds");
     let r = ReaderBuilder::new().with_utf8(["s"]).build(&path).unwrap();
     let schema = arrow_array::RecordBatchReader::schema(&r);
     assert_eq!(
@@ -372,14 +371,14 @@ fn utf8_on_request_is_validated() {
     );
     assert!(r.collect::<Result<Vec<_>, _>>().is_ok());
     // Upstream complex strings are random bytes in part: Utf8 for all must fail on one, naming it.
-    let h = data().join("generated/packing.ds");
+    let h = data("dataseries").join("generated/packing.ds");
     let r = ReaderBuilder::new().with_utf8_all().build(&h).unwrap();
     assert!(r.collect::<Result<Vec<_>, _>>().is_ok());
 }
 
 #[test]
 fn projection_and_limit() {
-    let path = data().join("generated/packing.ds");
+    let path = data("dataseries").join("generated/packing.ds");
     let r = ReaderBuilder::new()
         .with_projection(["ts_end", "host"])
         .with_limit(50)
@@ -431,7 +430,7 @@ fn every_truncation_and_every_flipped_byte_is_an_error() {
         "generated/nullcompact.ds",
         "bigendian/be-bigtosmall-bz2.ds",
     ] {
-        let bytes = std::fs::read(data().join(rel)).unwrap();
+        let bytes = std::fs::read(data("dataseries").join(rel)).unwrap();
         assert!(read_bytes(bytes.clone(), true).is_ok());
         for cut in (0..bytes.len()).step_by(3) {
             assert!(
@@ -466,7 +465,7 @@ fn corrupt_data_never_panics_a_decoder_with_checks_off() {
         "generated/basic-bz2.ds",
         "generated/padrecord.ds",
     ] {
-        let bytes = std::fs::read(data().join(rel)).unwrap();
+        let bytes = std::fs::read(data("dataseries").join(rel)).unwrap();
         for i in (40..bytes.len()).step_by(3) {
             for x in [0x80, 0xff] {
                 let mut b = bytes.clone();
@@ -479,7 +478,7 @@ fn corrupt_data_never_panics_a_decoder_with_checks_off() {
 
 #[test]
 fn unknown_modes_and_bad_xml_are_clear_errors() {
-    let src = std::fs::read(data().join("generated/basic-none.ds")).unwrap();
+    let src = std::fs::read(data("dataseries").join("generated/basic-none.ds")).unwrap();
     let f = arrowsmith::dataseries::DsFile::from_bytes(src.clone(), Default::default()).unwrap();
     let e = f
         .extents

@@ -3,19 +3,15 @@
 //! the C library's (none, zlib through C zlib, bz2, lz4 and lz4hc through liblz4); every written file reads back through our
 //! reader, with every check on, to the values of the original.
 
-#[path = "common/ds2txt.rs"]
-mod ds2txt;
+mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow_array::RecordBatch;
 use arrowsmith::dataseries::{
     ByteOrder, DsFile, Mode, OpenOptions, ReaderBuilder, Writer, WriterOptions,
 };
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/dataseries")
-}
+use common::{data, ds2txt};
 
 fn read(path: &Path) -> (arrow_schema::SchemaRef, Vec<RecordBatch>) {
     let r = ReaderBuilder::new()
@@ -73,8 +69,8 @@ fn reproduces_the_reference_bytes() {
     let dir = tempfile::tempdir().unwrap();
     for &(rel, mode, size) in IDENTICAL {
         let dst = dir.path().join("out.ds");
-        rewrite(&data().join(rel), &dst, options(mode, size));
-        let want = std::fs::read(data().join(rel)).unwrap();
+        rewrite(&data("dataseries").join(rel), &dst, options(mode, size));
+        let want = std::fs::read(data("dataseries").join(rel)).unwrap();
         let got = std::fs::read(&dst).unwrap();
         let first = want.iter().zip(&got).position(|(a, b)| a != b);
         assert!(
@@ -87,11 +83,12 @@ fn reproduces_the_reference_bytes() {
         if let Some(stem) = rel.strip_prefix("bigendian/le-") {
             let dst = dir.path().join("out-be.ds");
             rewrite(
-                &data().join(rel),
+                &data("dataseries").join(rel),
                 &dst,
                 options(mode, size).with_byte_order(ByteOrder::Big),
             );
-            let want = std::fs::read(data().join(format!("bigendian/be-{stem}"))).unwrap();
+            let want =
+                std::fs::read(data("dataseries").join(format!("bigendian/be-{stem}"))).unwrap();
             assert!(std::fs::read(&dst).unwrap() == want, "be-{stem}");
         }
     }
@@ -103,7 +100,7 @@ fn padrecord_differs_only_in_the_garbage_mode_byte() {
     // so the data extent's byte 25 and its adler32 differ, and through the adler32 the trailer's
     // chained checksum and hash; nothing else.
     let dir = tempfile::tempdir().unwrap();
-    let src = data().join("generated/padrecord.ds");
+    let src = data("dataseries").join("generated/padrecord.ds");
     let dst = dir.path().join("out.ds");
     rewrite(&src, &dst, options(Mode::Lzf, 1024));
     let want = std::fs::read(&src).unwrap();
@@ -141,7 +138,7 @@ fn every_codec_and_packing_reads_back_equal() {
         ("bigendian/le-bigtosmall-bz2.ds", 1024),
     ];
     for &(rel, size) in cases {
-        let src = data().join(rel);
+        let src = data("dataseries").join(rel);
         let want = rendered(&src);
         for mode in Mode::ALL {
             for order in [ByteOrder::Little, ByteOrder::Big] {
@@ -175,7 +172,7 @@ fn every_codec_and_packing_reads_back_equal() {
 fn packing_matches_reference_values_exactly_without_doublebase() {
     // le-packing-none's bytes are reproduced except the opt_doublebase field's last bits.
     let dir = tempfile::tempdir().unwrap();
-    let src = data().join("bigendian/le-packing-none.ds");
+    let src = data("dataseries").join("bigendian/le-packing-none.ds");
     let dst = dir.path().join("out.ds");
     rewrite(&src, &dst, options(Mode::None, 1_000_000));
     let want = std::fs::read(&src).unwrap();

@@ -2,7 +2,8 @@
 //! every value decoded; then re-encoded from its values with its hint and compared byte for
 //! byte (and so by wire type and size).
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
@@ -11,11 +12,8 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, PrimitiveArray, StructArray};
 use arrow_buffer::NullBuffer;
 use arrowsmith::filo::{self, mapping, FiloType, Hint};
+use common::data;
 use serde_json::Value;
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/filo/vectors")
-}
 
 struct Fixture {
     name: String,
@@ -28,14 +26,14 @@ struct Fixture {
 }
 
 fn manifest() -> Vec<Fixture> {
-    let text = std::fs::read_to_string(fixtures().join("manifest.jsonl")).unwrap();
+    let text = std::fs::read_to_string(data("filo/vectors").join("manifest.jsonl")).unwrap();
     let all: Vec<Fixture> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
             let v: Value = serde_json::from_str(line).unwrap();
             let name = v["name"].as_str().unwrap().to_string();
-            let bytes = std::fs::read(fixtures().join(format!("{name}.bin"))).unwrap();
+            let bytes = std::fs::read(data("filo/vectors").join(format!("{name}.bin"))).unwrap();
             Fixture {
                 filo_type: v["type"].as_str().unwrap().parse().unwrap(),
                 hint: v["hint"].as_str().unwrap().parse().unwrap(),
@@ -215,7 +213,7 @@ fn zero_signs_stay_when_encoded_from_the_input() {
 
 #[test]
 fn datetime_reads_as_plain_timestamps_when_asked() {
-    let bytes = std::fs::read(fixtures().join("datetime_mixed_tz.bin")).unwrap();
+    let bytes = std::fs::read(data("filo/vectors").join("datetime_mixed_tz.bin")).unwrap();
     let t = arrow_schema::DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, None);
     let got = filo::decode(&bytes, &t).unwrap();
     let got = got.as_primitive::<TimestampMillisecondType>();
@@ -225,10 +223,10 @@ fn datetime_reads_as_plain_timestamps_when_asked() {
 
 #[test]
 fn type_mismatch_is_an_error() {
-    let bytes = std::fs::read(fixtures().join("string_dict.bin")).unwrap();
+    let bytes = std::fs::read(data("filo/vectors").join("string_dict.bin")).unwrap();
     let e = filo::decode(&bytes, &arrow_schema::DataType::Int32).unwrap_err();
     assert!(e.to_string().contains("DictStringVector"), "{e}");
-    let bytes = std::fs::read(fixtures().join("int_diff_u8.bin")).unwrap();
+    let bytes = std::fs::read(data("filo/vectors").join("int_diff_u8.bin")).unwrap();
     let e = filo::decode(&bytes, &arrow_schema::DataType::Float64).unwrap_err();
     assert!(e.to_string().contains("DiffPrimitiveVector"), "{e}");
 }

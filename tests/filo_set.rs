@@ -1,6 +1,8 @@
 //! Filo sets (specs/filo.md section 14): the checked-in `data/filo/set.filo` built from golden
 //! vectors, written sets read back, projection, missing files, chunking and bad schemas.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,6 +13,7 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, RecordBatch, String
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::filo::{self, FiloType, Hint, ReaderBuilder, Writer, WriterOptions};
 use arrowsmith::{ErrorClass, Format, ReadOptions};
+use common::copy_dir;
 
 fn set() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/filo/set.filo")
@@ -304,19 +307,6 @@ fn a_failed_write_leaves_nothing() {
     assert_eq!(err.class(), ErrorClass::ValueOutOfRange);
     drop(w);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// String columns read as dictionaries hold the values read as Utf8: a DictStringVector's

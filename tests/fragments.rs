@@ -2,6 +2,8 @@
 //! rows of all fragments, in order, are exactly the rows of the whole file — at several target
 //! sizes, with a projection and with a limit — and a fragment reads only its own part.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,10 +13,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrowsmith::{
     Format, Fragment, FragmentRange, Projection, ReadOptions, ScanOptions, WriteOptions,
 };
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
-}
+use common::data;
 
 fn read(reader: Box<dyn arrow_array::RecordBatchReader + Send>) -> arrowsmith::Result<RecordBatch> {
     let schema = reader.schema();
@@ -65,7 +64,7 @@ fn by_fragments(path: &Path, options: &ReadOptions, target: usize) -> (Vec<Fragm
 /// tests.
 fn fixtures() -> Vec<(PathBuf, ReadOptions)> {
     let mut out = Vec::new();
-    let mut stack = vec![data()];
+    let mut stack = vec![data("")];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -274,7 +273,7 @@ fn multi_unit_files_split_along_their_seams_and_read_back_whole() {
 
 fn vs_sample(rows: usize) -> RecordBatch {
     let batch = arrowsmith::open(
-        data().join("vs/f64_r1_plain.vs"),
+        data("").join("vs/f64_r1_plain.vs"),
         &ReadOptions::for_format(Format::Vs),
     )
     .unwrap()
@@ -354,7 +353,7 @@ fn a_range_in_another_formats_unit_is_refused() {
         },
         ..Default::default()
     };
-    let err = arrowsmith::open(data().join("jay/tiny.jay"), &options)
+    let err = arrowsmith::open(data("").join("jay/tiny.jay"), &options)
         .err()
         .expect("refused");
     assert!(err.class().is_usage(), "{err}");

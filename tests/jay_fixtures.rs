@@ -1,7 +1,9 @@
 //! Every Jay fixture written by datatable 1.1.0 (and every damaged variant) against its
 //! manifest: structure, Arrow types and every value; damaged files must fail with their class.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -10,14 +12,11 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 use arrowsmith::jay::{ColumnInfo, JayFile, Layout, ReaderBuilder, Stats};
 use arrowsmith::Error;
+use common::data;
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/jay")
-}
-
 fn manifest() -> serde_json::Map<String, Value> {
-    let text = std::fs::read_to_string(fixtures().join("manifest.json")).unwrap();
+    let text = std::fs::read_to_string(data("jay").join("manifest.json")).unwrap();
     serde_json::from_str::<Value>(&text)
         .unwrap()
         .as_object()
@@ -165,7 +164,7 @@ fn check_stats(info: &ColumnInfo, expected: &Value) -> Result<(), String> {
 }
 
 fn check_ok_fixture(name: &str, entry: &Value) {
-    let path = fixtures().join(name);
+    let path = data("jay").join(name);
     let file = JayFile::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
     let info = file.info();
     assert_eq!(Some(info.nrows), entry["nrows"].as_u64(), "{name}: nrows");
@@ -264,7 +263,7 @@ fn every_bad_fixture_fails_with_its_class() {
             continue;
         }
         let class = entry["error_class"].as_str().unwrap();
-        let path = fixtures().join(&name);
+        let path = data("jay").join(&name);
         let outcome = ReaderBuilder::new()
             .build(&path)
             .and_then(|reader| reader.collect::<Result<Vec<_>, _>>().map_err(Error::from));
@@ -285,7 +284,7 @@ fn every_bad_fixture_fails_with_its_class() {
 
 #[test]
 fn projection_limit_and_zero_copy() {
-    let path = fixtures().join("all_types.jay");
+    let path = data("jay").join("all_types.jay");
     let reader = ReaderBuilder::new()
         .with_projection(["s64", "i32"])
         .with_limit(3)
@@ -324,7 +323,7 @@ fn projection_limit_and_zero_copy() {
 
 #[test]
 fn fixed_width_values_and_string_bytes_are_not_copied() {
-    let bytes = std::fs::read(fixtures().join("all_types.jay")).unwrap();
+    let bytes = std::fs::read(data("jay").join("all_types.jay")).unwrap();
     let buffer = arrow_buffer::Buffer::from_vec(bytes);
     let file = Arc::new(JayFile::from_bytes(buffer.clone()).unwrap());
     let range = buffer.as_ptr() as usize..buffer.as_ptr() as usize + buffer.len();
@@ -368,7 +367,7 @@ fn in_memory_and_copied_reads_match_the_mapped_read() {
         "strings.jay",
         "wide_1000.jay",
     ] {
-        let path = fixtures().join(name);
+        let path = data("jay").join(name);
         let (_, mapped) = read_all(&path, 3);
         let bytes = std::fs::read(&path).unwrap();
         let in_memory: Vec<_> = ReaderBuilder::new()
@@ -398,7 +397,7 @@ fn truncated_and_bit_flipped_files_never_panic() {
         "all_types_stats.jay",
         "oldstyle_rbound.jay",
     ] {
-        let bytes = std::fs::read(fixtures().join(name)).unwrap();
+        let bytes = std::fs::read(data("jay").join(name)).unwrap();
         let step = (bytes.len() / 300).max(1);
         for cut in (0..bytes.len()).step_by(step) {
             let _ = ReaderBuilder::new()

@@ -4,6 +4,8 @@
 //! The child processes are this test binary itself, started on one test (`child_*`) with an
 //! environment variable that tells it what to do; without the variable those tests return.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,12 +19,7 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::vs::{self, LockKind, LockWait, ReaderBuilder, VsWriteOptions};
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/vs")
-        .join(name)
-}
+use common::data;
 
 /// Points `first..first+count` with vector [i, i + 0.5] and app_data {"i": i}.
 fn points(first: u64, count: u64) -> RecordBatch {
@@ -151,7 +148,7 @@ fn append_keeps_old_bytes_and_adds_points() {
 fn append_to_the_empty_store_writes_the_meta_block() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e.vs");
-    std::fs::copy(data("empty.vs"), &path).unwrap();
+    std::fs::copy(data("vs").join("empty.vs"), &path).unwrap();
     append(&path, points(0, 2)).unwrap();
     assert_eq!(check_sequence(&path), Ok(2));
     let bytes = std::fs::read(&path).unwrap();
@@ -162,7 +159,7 @@ fn append_to_the_empty_store_writes_the_meta_block() {
 fn append_to_a_file_without_terminal_needs_lenient() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("n.vs");
-    std::fs::copy(data("no_terminal.vs"), &path).unwrap();
+    std::fs::copy(data("vs").join("no_terminal.vs"), &path).unwrap();
     let e = append(&path, points(0, 1)).unwrap_err();
     assert!(e.to_string().contains("missing terminal"), "{e}");
     let schema = points(0, 1).schema();
@@ -227,7 +224,7 @@ fn delete_and_compact() {
     assert_eq!(after, left);
     // The fixture with a blank block and a deleted point compacts to its two live points.
     let f = dir.path().join("b.vs");
-    std::fs::copy(data("bool_r1_deleted.vs"), &f).unwrap();
+    std::fs::copy(data("vs").join("bool_r1_deleted.vs"), &f).unwrap();
     let before = read_all(&f).unwrap();
     vs::compact(&f, LockWait::Block).unwrap();
     let after = read_all(&f).unwrap();

@@ -1,7 +1,7 @@
 //! Every VS fixture against its manifest: meta, Arrow types and every value; rejected files must
 //! fail with the error their manifest names.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -9,14 +9,11 @@ use arrow_array::{Array, RecordBatch, RecordBatchReader};
 use arrow_schema::DataType;
 use arrowsmith::vs::{AppDataMode, ReaderBuilder};
 use arrowsmith::Error;
+use common::data;
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/vs")
-}
-
 fn manifest() -> serde_json::Map<String, Value> {
-    let text = std::fs::read_to_string(fixtures().join("manifest.json")).unwrap();
+    let text = std::fs::read_to_string(data("vs").join("manifest.json")).unwrap();
     serde_json::from_str::<Value>(&text)
         .unwrap()
         .as_object()
@@ -65,7 +62,7 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 fn check_valid(name: &str, entry: &Value, lenient: bool) {
-    let path = fixtures().join(name);
+    let path = data("vs").join(name);
     let reader = ReaderBuilder::new()
         .with_lenient_eof(lenient)
         .with_batch_size(2)
@@ -169,7 +166,7 @@ fn every_fixture_matches_its_manifest() {
     let mut seen = 0;
     for (name, entry) in &manifest {
         seen += 1;
-        let path = fixtures().join(name);
+        let path = data("vs").join(name);
         match &entry["valid"] {
             Value::Bool(true) => {
                 check_valid(name, entry, false);
@@ -215,13 +212,13 @@ fn every_fixture_matches_its_manifest() {
 fn deleted_point_and_blank_block_give_no_row_and_offsets_are_block_starts() {
     let reader = ReaderBuilder::new()
         .with_offsets(true)
-        .build(fixtures().join("bool_r1_deleted.vs"))
+        .build(data("vs").join("bool_r1_deleted.vs"))
         .unwrap();
     let batch = reader.into_iter().next().unwrap().unwrap();
     let offsets = batch.column(2).as_primitive::<UInt64Type>();
     // header 4 + meta 12 + blank 5 = 21; live point 19 bytes, deleted 19 bytes.
     assert_eq!(offsets.values().to_vec(), vec![21, 59]);
-    let bytes = std::fs::read(fixtures().join("bool_r1_deleted.vs")).unwrap();
+    let bytes = std::fs::read(data("vs").join("bool_r1_deleted.vs")).unwrap();
     assert!(offsets.values().iter().all(|&o| bytes[o as usize] == b'P'));
 }
 
@@ -229,7 +226,7 @@ fn deleted_point_and_blank_block_give_no_row_and_offsets_are_block_starts() {
 fn exact_mode_keeps_msgpack_bytes() {
     let reader = ReaderBuilder::new()
         .with_app_data(AppDataMode::Msgpack)
-        .build(fixtures().join("json_r1.vs"))
+        .build(data("vs").join("json_r1.vs"))
         .unwrap();
     let schema = reader.schema();
     assert_eq!(schema.metadata()["vs.attributes.msgpack"], "gA==");
@@ -247,7 +244,7 @@ fn projection_and_limit() {
     let reader = ReaderBuilder::new()
         .with_projection(["app_data"])
         .with_limit(2)
-        .build(fixtures().join("f64_r1_plain.vs"))
+        .build(data("vs").join("f64_r1_plain.vs"))
         .unwrap();
     let batches: Vec<_> = reader.collect::<Result<_, _>>().unwrap();
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);

@@ -1,6 +1,8 @@
 //! Arrow → VS → Arrow: every resolution, ranks 0–3, shapes with zero sizes, every compression
 //! and random app_data; byte-exact rewrites of the fixtures; the writer's errors.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,14 +16,9 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::vs::{self, AppDataMode, Compression, ReaderBuilder, VsWriteOptions};
 use arrowsmith::ErrorClass;
+use common::data;
 use proptest::prelude::*;
 use serde_json::Value;
-
-fn data(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/vs")
-        .join(name)
-}
 
 fn tensor_field(item: DataType, dims: &[u64], nullable_child: bool) -> Field {
     let n: u64 = dims.iter().product();
@@ -226,20 +223,20 @@ fn uncompressed_fixtures_rewrite_byte_for_byte() {
         let out = dir.path().join(name);
         let reader = ReaderBuilder::new()
             .with_app_data(AppDataMode::Msgpack)
-            .build(data(name))
+            .build(data("vs").join(name))
             .unwrap();
         vs::write_file(&out, reader, VsWriteOptions::default()).unwrap();
         assert_eq!(
             std::fs::read(&out).unwrap(),
-            std::fs::read(data(name)).unwrap(),
+            std::fs::read(data("vs").join(name)).unwrap(),
             "{name}"
         );
         // The JSON mode gives the same bytes too (canonical msgpack both ways).
-        let reader = ReaderBuilder::new().build(data(name)).unwrap();
+        let reader = ReaderBuilder::new().build(data("vs").join(name)).unwrap();
         vs::write_file(&out, reader, VsWriteOptions::default()).unwrap();
         assert_eq!(
             std::fs::read(&out).unwrap(),
-            std::fs::read(data(name)).unwrap(),
+            std::fs::read(data("vs").join(name)).unwrap(),
             "{name} (json mode)"
         );
     }
@@ -254,9 +251,9 @@ fn compressed_fixtures_keep_their_values_and_codec() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join(name);
         // No compression option: the schema's vs.pack decides.
-        let reader = ReaderBuilder::new().build(data(name)).unwrap();
+        let reader = ReaderBuilder::new().build(data("vs").join(name)).unwrap();
         vs::write_file(&out, reader, VsWriteOptions::default()).unwrap();
-        let a = concat(&read(&data(name), AppDataMode::Msgpack));
+        let a = concat(&read(&data("vs").join(name), AppDataMode::Msgpack));
         let b = concat(&read(&out, AppDataMode::Msgpack));
         assert_eq!(a, b, "{name}");
         let d = vs::VsFile::open(&out, Default::default())
@@ -578,7 +575,7 @@ fn resource_bounds_hold_for_huge_declared_sizes() {
         .unwrap();
     assert!(e.to_string().contains("vector too large"), "{e}");
     // A snappy vector announcing 4 GiB for a 3-float vector fails before allocating.
-    let mut f = std::fs::read(data("f32_r1_d200_snappy.vs")).unwrap();
+    let mut f = std::fs::read(data("vs").join("f32_r1_d200_snappy.vs")).unwrap();
     // First point's stored bytes start after: point header 5, option 1, app (1+len), vec_option, len 4.
     let d = vs::VsFile::from_bytes(f.clone(), Default::default())
         .unwrap()
@@ -600,7 +597,7 @@ fn resource_bounds_hold_for_huge_declared_sizes() {
 #[test]
 fn msb_first_varints_are_an_opt_in() {
     // f32_r1_d200_snappy.vs with its dimension written MSB-first: 81 48 instead of C8 01.
-    let mut bytes = std::fs::read(data("f32_r1_d200_snappy.vs")).unwrap();
+    let mut bytes = std::fs::read(data("vs").join("f32_r1_d200_snappy.vs")).unwrap();
     assert_eq!(&bytes[10..12], &[0xC8, 0x01]);
     bytes[10..12].copy_from_slice(&[0x81, 0x48]);
     let reader = ReaderBuilder::new()

@@ -140,7 +140,10 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let summary = writer.finish().map_err(|e| e.with_file(&args.output))?;
     progress.finish();
     for warning in &summary.warnings {
-        print_err(&format!("warning: {warning}"));
+        print_err(&format!(
+            "warning: {}",
+            crate::cli_spelling(&warning.to_string())
+        ));
     }
     Ok(())
 }

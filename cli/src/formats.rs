@@ -35,7 +35,7 @@ pub(crate) fn run() -> CliResult {
             if format.is_directory() { "yes" } else { "no" }.to_string(),
             status.to_string(),
             status.to_string(),
-            format.description().to_string(),
+            crate::cli_spelling(format.description()),
         ]);
     }
     print_out(&table.render(""))

@@ -363,10 +363,26 @@ pub(crate) fn print_out(text: &str) -> CliResult {
 }
 
 /// The library names its settings as Python keywords and SQL `OPTIONS` keys do
-/// (`bcolz_nulls_as_nan`); a command-line user types them as flags.
+/// (`bcolz_nulls_as_nan`); a command-line user types them as flags. Longer phrases come first,
+/// so that the one library setting `format` becomes `--from` or `--to` by what it was about.
 const SETTING_FLAGS: &[(&str, &str)] = &[
+    (
+        "from the content or the extension; name it with the format option",
+        "from the content or the extension; name it with --from",
+    ),
+    (
+        "the output format from the extension; name it with the format option",
+        "the output format from the extension; name it with --to",
+    ),
+    (
+        "set the overwrite option to replace it",
+        "ask for overwrite (--overwrite) to replace it",
+    ),
     ("the bcolz_nulls_as_nan option", "--bcolz-nulls-as-nan"),
     ("bcolz_nulls_as_nan", "--bcolz-nulls-as-nan"),
+    ("the filo_type option", "--filo-type"),
+    ("the columns option", "--columns"),
+    ("the type option", "--type"),
 ];
 
 /// An error message with the library's setting names spelled as this command line's flags.

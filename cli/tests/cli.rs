@@ -927,7 +927,11 @@ fn formats_lists_every_format() {
             .iter()
             .find(|l| l.split_whitespace().next() == Some(format.name()))
             .unwrap_or_else(|| panic!("{} is listed", format.name()));
-        assert!(line.contains(format.description()), "{line}");
+        // The library names the setting; the command line spells it as its flag.
+        let description = format
+            .description()
+            .replace("the filo_type option", "--filo-type");
+        assert!(line.contains(&description), "{line}");
         assert_eq!(line.contains("not yet"), !format.is_implemented(), "{line}");
     }
     assert!(text.contains(".arrow .feather .ipc"));
@@ -1064,4 +1068,76 @@ fn an_interrupted_conversion_leaves_nothing_behind() {
         let _ = std::fs::remove_file(&output);
         assert_only(dir.path(), &["big.parquet"]);
     }
+}
+
+#[test]
+fn head_shortens_wide_lists_and_long_text_as_polars_does() {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    use arrow_array::{Array, FixedSizeListArray, Float32Array};
+    use arrow_schema::{DataType, Field, Schema};
+
+    let dir = tempfile::tempdir().unwrap();
+    let dims = 200;
+    let values: Vec<f32> = (0..2 * dims).map(|i| i as f32 * 0.25 - 7.0).collect();
+    let vectors = FixedSizeListArray::new(
+        Arc::new(Field::new("item", DataType::Float32, false)),
+        dims as i32,
+        Arc::new(Float32Array::from(values.clone())),
+        None,
+    );
+    let short = ListArray::from_iter_primitive::<arrow_array::types::Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2), Some(3), Some(4)]),
+        None,
+    ]);
+    let long_text = "a sentence far longer than any table cell should ever be".to_string();
+    let text = StringArray::from(vec![Some(long_text.as_str()), Some("short")]);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("vector", vectors.data_type().clone(), false),
+        Field::new("few", short.data_type().clone(), true),
+        Field::new("text", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(vectors), Arc::new(short), Arc::new(text)],
+    )
+    .unwrap();
+    let input = dir.path().join("wide.arrow");
+    write(&input, Format::Arrow, &batch, 2);
+
+    let out = arrowsmith(&["head", p(&input)]);
+    assert_ok(&out);
+    let table = stdout(&out);
+    let row = |i: usize| table.lines().nth(3 + i).unwrap().to_string();
+
+    // Row 0's vector: its first three elements, `…` and its last, cut at 32 characters.
+    let elements = Float32Array::from(values[..dims].to_vec());
+    let shown = ArrayFormatter::try_new(&elements, &FormatOptions::default()).unwrap();
+    let full = format!(
+        "[{}, {}, {}, …, {}]",
+        shown.value(0),
+        shown.value(1),
+        shown.value(2),
+        shown.value(dims - 1)
+    );
+    let expected: String = if full.chars().count() > 32 {
+        full.chars().take(31).chain(['…']).collect()
+    } else {
+        full
+    };
+    assert!(row(0).contains(&expected), "{expected} in\n{table}");
+    // Four elements are all shown: `…` would hide none of them.
+    assert!(row(0).contains("[1, 2, 3, 4]"), "{table}");
+    assert!(row(1).contains("null"), "{table}");
+    let cut: String = long_text.chars().take(31).chain(['…']).collect();
+    assert!(
+        row(0).contains(&cut) && !row(0).contains(&long_text),
+        "{table}"
+    );
+    assert!(row(1).contains("short"), "{table}");
+    // One line per row, none wider than the three capped cells and their borders.
+    assert_eq!(table.lines().count(), 3 + 2 + 1, "{table}");
+    assert!(
+        table.lines().all(|l| l.chars().count() <= 3 * (32 + 3) + 1),
+        "{table}"
+    );
 }

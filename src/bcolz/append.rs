@@ -190,6 +190,7 @@ impl Appender {
         })
     }
 
+    /// Appends the batch's rows; they become visible only when [`Appender::finish`] commits.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.jobs.check().map_err(|e| e.with_file(&self.path))?;
         check_batch(batch, &self.types).map_err(|e| e.with_file(&self.path))?;
@@ -233,25 +234,7 @@ impl Appender {
     }
 }
 
-/// A batch whose column types are not the ones the writer was made for is refused.
-pub(super) fn check_batch(batch: &RecordBatch, types: &[DataType]) -> Result<()> {
-    if batch.num_columns() != types.len() {
-        return Err(Error::invalid_argument(format!(
-            "the batch has {} columns, the writer {}",
-            batch.num_columns(),
-            types.len()
-        )));
-    }
-    for (i, (array, want)) in batch.columns().iter().zip(types).enumerate() {
-        if array.data_type() != want {
-            return Err(Error::invalid_argument(format!(
-                "the batch's column {i} is {}, but the writer was made for {want}",
-                array.data_type()
-            )));
-        }
-    }
-    Ok(())
-}
+pub(super) use crate::write::check_batch;
 
 impl BatchWriter for Appender {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {

@@ -13,24 +13,36 @@ pub const HEADER_LEN: usize = 16;
 /// The largest `nbytes` c-blosc accepts.
 pub const MAX_NBYTES: usize = i32::MAX as usize - HEADER_LEN;
 
+/// Chunk flag: the data was byte-shuffled before compression.
 pub const FLAG_SHUFFLE: u8 = 0x01;
+/// Chunk flag: the data is stored uncompressed after the header.
 pub const FLAG_MEMCPYED: u8 = 0x02;
+/// Chunk flag: the data was bit-shuffled before compression.
 pub const FLAG_BITSHUFFLE: u8 = 0x04;
+/// Chunk flag: reserved by c-blosc, never set in a valid chunk.
 pub const FLAG_RESERVED: u8 = 0x08;
+/// Chunk flag: blocks are compressed whole rather than split per byte of the type.
 pub const FLAG_DONT_SPLIT: u8 = 0x10;
 
 /// A codec as bcolz names it in `meta/storage.cparams.cname`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
+    /// Blosc's own LZ77 codec, `blosclz`.
     BloscLz,
+    /// LZ4, `lz4`: bcolz's default.
     Lz4,
+    /// LZ4 in high-compression mode, `lz4hc` (the same decoder as LZ4).
     Lz4hc,
+    /// Snappy, `snappy`: only with the `bcolz-snappy` feature.
     Snappy,
+    /// zlib deflate, `zlib`.
     Zlib,
+    /// Zstandard, `zstd`.
     Zstd,
 }
 
 impl Codec {
+    /// Every codec, in the order c-blosc numbers them.
     pub const ALL: [Codec; 6] = [
         Codec::BloscLz,
         Codec::Lz4,
@@ -40,6 +52,7 @@ impl Codec {
         Codec::Zstd,
     ];
 
+    /// The codec's name in `cparams.cname` (`"lz4"`, …).
     pub fn name(self) -> &'static str {
         match self {
             Codec::BloscLz => "blosclz",
@@ -51,6 +64,7 @@ impl Codec {
         }
     }
 
+    /// The codec named `name` as `cparams.cname` spells it, if there is one.
     pub fn from_name(name: &str) -> Option<Codec> {
         Codec::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -93,13 +107,17 @@ fn format_available(code: u8) -> bool {
 /// Byte or bit shuffle before compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shuffle {
+    /// No shuffle (`cparams.shuffle` 0).
     None,
+    /// Byte shuffle (1): bcolz's default.
     #[default]
     Byte,
+    /// Bit shuffle (2).
     Bit,
 }
 
 impl Shuffle {
+    /// The shuffle with bcolz's `cparams.shuffle` number, if it is defined.
     pub fn from_code(code: i64) -> Option<Shuffle> {
         match code {
             0 => Some(Shuffle::None),
@@ -108,6 +126,7 @@ impl Shuffle {
             _ => None,
         }
     }
+    /// The shuffle's `cparams.shuffle` number.
     pub fn code(self) -> u8 {
         match self {
             Shuffle::None => 0,
@@ -120,7 +139,9 @@ impl Shuffle {
 /// What is wrong with a chunk: a message and the byte offset (within the chunk) it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BloscError {
+    /// Byte offset in the chunk, when the problem has one.
     pub offset: Option<u64>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -153,19 +174,28 @@ impl std::error::Error for BloscError {}
 /// The 16-byte header of a Blosc 1.x chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkHeader {
+    /// Blosc format version that wrote the chunk.
     pub version: u8,
+    /// Version of the codec format inside.
     pub versionlz: u8,
+    /// Shuffle, memcpy and codec bits (`FLAG_*`; the codec in bits 5–7).
     pub flags: u8,
+    /// Bytes per item, as shuffling sees them.
     pub typesize: u8,
+    /// Bytes of data once decompressed.
     pub nbytes: u32,
+    /// Bytes per block, the unit c-blosc compresses separately.
     pub blocksize: u32,
+    /// Bytes of the whole chunk, header included.
     pub cbytes: u32,
 }
 
 impl ChunkHeader {
+    /// The codec format number in bits 5–7 of the flags (see [`format_name`]).
     pub fn codec_code(&self) -> u8 {
         self.flags >> 5
     }
+    /// Whether the data is stored uncompressed ([`FLAG_MEMCPYED`]).
     pub fn memcpyed(&self) -> bool {
         self.flags & FLAG_MEMCPYED != 0
     }

@@ -11,17 +11,25 @@ pub const KIND_KEY: &str = "bcolz.kind";
 pub const ATTRS_KEY: &str = "bcolz.attrs";
 /// Field metadata: the `meta/storage.dtype` string, verbatim.
 pub const DTYPE_KEY: &str = "bcolz.dtype";
+/// Field metadata key of an Arrow extension type's name (a multi-dimensional column).
 pub const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
+/// Field metadata key of an Arrow extension type's parameters.
 pub const EXTENSION_METADATA_KEY: &str = "ARROW:extension:metadata";
+/// The extension name of a column whose rows are fixed-shape arrays (`shape` beyond rows).
 pub const TENSOR_EXTENSION: &str = "arrow.fixed_shape_tensor";
 
 /// A numpy datetime64 / timedelta64 unit that bcolz data uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DtUnit {
+    /// Days (`D`).
     Day,
+    /// Seconds (`s`).
     Second,
+    /// Milliseconds (`ms`).
     Milli,
+    /// Microseconds (`us`).
     Micro,
+    /// Nanoseconds (`ns`).
     Nano,
 }
 
@@ -36,6 +44,7 @@ impl DtUnit {
             _ => return None,
         })
     }
+    /// The unit as numpy spells it inside `datetime64[…]` (`"D"`, `"ms"`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             DtUnit::Day => "D",
@@ -68,26 +77,33 @@ impl DtUnit {
 pub enum Base {
     /// Signed integer of this many bytes.
     Int(u8),
+    /// Unsigned integer of this many bytes.
     UInt(u8),
+    /// IEEE float of this many bytes (4 or 8).
     Float(u8),
+    /// One byte, 0 or 1.
     Bool,
     /// `|S<n>`: n bytes, NUL-padded.
     Bytes(usize),
     /// `<U<n>`: n UTF-32 code units, NUL-padded.
     Unicode(usize),
+    /// `datetime64[unit]`: a signed 64-bit count of units since the epoch.
     DateTime(DtUnit),
+    /// `timedelta64[unit]`: a signed 64-bit count of units.
     TimeDelta(DtUnit),
 }
 
 /// A parsed `meta/storage.dtype`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DType {
+    /// The scalar type of each element.
     pub base: Base,
     /// Chunk bytes are big-endian (`>` prefix).
     pub big_endian: bool,
 }
 
 impl DType {
+    /// The type in the machine's (little-endian) byte order.
     pub fn native(base: Base) -> DType {
         DType {
             base,
@@ -258,6 +274,7 @@ impl DType {
         )
     }
 
+    /// Whether the type has a NaT value (`datetime64` and `timedelta64` do).
     pub fn may_hold_nat(&self) -> bool {
         matches!(self.base, Base::DateTime(_) | Base::TimeDelta(_))
     }

@@ -16,11 +16,14 @@ use crate::error::{Error, ErrorClass, Result};
 /// carray (one column) or ctable (a directory of columns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A single column (`meta/` and `data/` at the top of the directory).
     Carray,
+    /// A table: one carray directory per column, listed in `__rootdirs__`.
     Ctable,
 }
 
 impl Kind {
+    /// The kind as bcolz names it (`"carray"`, `"ctable"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Carray => "carray",
@@ -32,14 +35,18 @@ impl Kind {
 /// `meta/storage.cparams`, normalised (a missing `cname` is blosclz, `shuffle: true` is 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cparams {
+    /// Compression level, 0–9.
     pub clevel: u8,
+    /// Shuffle applied before compression.
     pub shuffle: Shuffle,
     /// The codec name as stored (may be one this build lacks, or unknown).
     pub cname: String,
+    /// `quantize` digits for floats (0: off); recorded, not applied on reading.
     pub quantize: i64,
 }
 
 impl Cparams {
+    /// The codec `cname` names, if this build knows it.
     pub fn codec(&self) -> Option<Codec> {
         Codec::from_name(&self.cname)
     }
@@ -48,17 +55,25 @@ impl Cparams {
 /// One carray: a bare carray, or a column of a ctable.
 #[derive(Debug, Clone)]
 pub struct CarrayInfo {
+    /// The carray's directory.
     pub dir: PathBuf,
+    /// The column name (the directory name in a ctable, `""` for a bare carray).
     pub name: String,
+    /// The parsed `meta/storage.dtype`.
     pub dtype: DType,
+    /// `meta/storage.dtype` verbatim.
     pub dtype_text: String,
     /// Its own `shape[0]`.
     pub rows: u64,
+    /// The row shape beyond the first dimension (empty for scalars).
     pub row_shape: Vec<usize>,
+    /// Rows per chunk file.
     pub chunklen: u64,
     /// Bytes per row.
     pub atomsize: usize,
+    /// Compression settings of the chunks.
     pub cparams: Cparams,
+    /// `meta/storage.expectedlen`, when it is stored.
     pub expectedlen: Option<u64>,
     /// `__attrs__` text with trailing whitespace removed; `None` when absent.
     pub attrs_text: Option<String>,
@@ -77,6 +92,7 @@ impl CarrayInfo {
         rows.div_ceil(self.chunklen)
     }
 
+    /// The file of chunk `k`: `data/__k.blp`.
     pub fn chunk_path(&self, k: u64) -> PathBuf {
         self.dir.join("data").join(format!("__{k}.blp"))
     }
@@ -132,7 +148,9 @@ impl CarrayInfo {
             } else {
                 e.to_string()
             };
-            Error::new(ErrorClass::Io, msg).with_file(path)
+            Error::new(ErrorClass::Io, msg)
+                .with_file(path)
+                .with_source(e)
         })?;
         let size = file
             .metadata()
@@ -260,10 +278,13 @@ fn blosc_error(e: blosc::BloscError, path: &Path) -> Error {
 /// An opened, checked bcolz dataset.
 #[derive(Debug, Clone)]
 pub struct DatasetInfo {
+    /// The dataset's directory.
     pub path: PathBuf,
+    /// carray or ctable.
     pub kind: Kind,
     /// Root `__attrs__` text, trimmed (`None` when absent).
     pub attrs_text: Option<String>,
+    /// Its columns, in `__rootdirs__` order (one for a carray).
     pub columns: Vec<CarrayInfo>,
     /// Rows of the dataset: the first column's `shape[0]` for a ctable.
     pub nrows: u64,
@@ -334,7 +355,9 @@ fn read_text(path: &Path) -> Result<String> {
         } else {
             e.to_string()
         };
-        Error::new(ErrorClass::Io, msg).with_file(path)
+        Error::new(ErrorClass::Io, msg)
+            .with_file(path)
+            .with_source(e)
     })?;
     String::from_utf8(bytes).map_err(|e| {
         Error::new(ErrorClass::InvalidUtf8, "the JSON file is not ASCII/UTF-8")

@@ -1,6 +1,7 @@
 //! bcolz 1.x: carray and ctable directories of Blosc-compressed chunks (the format of the
-//! Python package bcolz and its fork bcolz-zipline). See `docs/bcolz.md` for the Arrow mapping
-//! and `shared/specs/bcolz.md` for the format.
+//! Python package bcolz and its fork bcolz-zipline).
+//!
+#![doc = include_str!("../../docs/bcolz.md")]
 
 mod append;
 mod background;

@@ -81,11 +81,19 @@ impl ReaderBuilder {
         self
     }
 
+    /// Opens the carray or ctable directory at `path` and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let info = meta::open(path.as_ref(), self.carray_name.as_deref())?;
         self.build_from_info(Arc::new(info))
     }
 
+    /// Returns a reader of a dataset already opened (by [`open_info`](super::open_info)),
+    /// without reading its metadata again: the name every format's builder gives this.
+    pub fn build_from_file(self, info: Arc<DatasetInfo>) -> Result<Reader> {
+        self.build_from_info(info)
+    }
+
+    /// The same as [`ReaderBuilder::build_from_file`], under the name it had first.
     pub fn build_from_info(self, info: Arc<DatasetInfo>) -> Result<Reader> {
         let all = schema_of(&info, self.nat_as_null);
         let columns: Vec<usize> = match &self.scan.projection {

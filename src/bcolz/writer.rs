@@ -98,6 +98,7 @@ impl WriterOptions {
         self.expected_len = Some(len);
         self
     }
+    /// The Blosc codec (default [`Codec::Lz4`], as bcolz).
     pub fn with_codec(mut self, codec: Codec) -> Self {
         self.codec = codec;
         self
@@ -107,18 +108,22 @@ impl WriterOptions {
         self.clevel = clevel;
         self
     }
+    /// Byte or bit shuffle before compression (default [`Shuffle::Byte`], as bcolz).
     pub fn with_shuffle(mut self, shuffle: Shuffle) -> Self {
         self.shuffle = shuffle;
         self
     }
+    /// What to do with Arrow nulls (default [`NullPolicy::Reject`]).
     pub fn with_null_policy(mut self, policy: NullPolicy) -> Self {
         self.null_policy = policy;
         self
     }
+    /// The null policy in effect.
     pub fn null_policy(&self) -> NullPolicy {
         self.null_policy
     }
-    /// Sets the codec and optionally the level from `codec[:level]` (`lz4`, `zstd:9`, …).
+    /// Sets the codec and optionally the level from `codec[:level]` (`lz4`, `zstd:9`, …;
+    /// default `lz4:5`).
     pub fn with_compression(mut self, spec: &str) -> Result<Self> {
         let (name, level) = match spec.split_once(':') {
             Some((n, l)) => (n, Some(l)),
@@ -143,12 +148,14 @@ impl WriterOptions {
         self.durable = durable;
         self
     }
-    /// Replace an existing directory at the target.
+    /// Replace an existing directory at the target (default `false`: an existing one is an
+    /// error).
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {
         self.overwrite = overwrite;
         self
     }
-    /// A fixed width (`|S` bytes or `<U` code points) for a string or binary column.
+    /// A fixed width (`|S` bytes or `<U` code points) for a string or binary column (default:
+    /// the longest value written).
     pub fn with_width(mut self, column: impl Into<String>, width: usize) -> Self {
         self.widths.insert(column.into(), width);
         self
@@ -639,6 +646,8 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a bcolz directory at `path` for batches of `schema`. Nothing appears at
+    /// `path` until [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
@@ -663,7 +672,7 @@ impl Writer {
         }
         if !options.overwrite && fs::symlink_metadata(path).is_ok() {
             return Err(fail(Error::invalid_argument(
-                "the output already exists; ask for overwrite (--overwrite) to replace it",
+                "the output already exists; set the overwrite option to replace it",
             )));
         }
         let fields = schema.fields();
@@ -798,6 +807,7 @@ impl Writer {
         self.dir.target()
     }
 
+    /// Adds the batch's rows; full chunks are compressed and written in the background.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let target = self.target().to_path_buf();
         self.jobs.check().map_err(|e| e.with_file(&target))?;
@@ -822,6 +832,7 @@ impl Writer {
         queue_full_chunks(&mut self.columns, &mut self.jobs).map_err(|e| e.with_file(&target))
     }
 
+    /// Writes the remaining chunks and the metadata, then moves the directory into place.
     pub fn finish(self) -> Result<WriteSummary> {
         self.finish_impl()
     }

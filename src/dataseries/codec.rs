@@ -5,17 +5,26 @@ use std::io::Write;
 /// A compression mode id as stored in an extent header (§13.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
+    /// Stored as is.
     None = 0,
+    /// LZO1X (`lzo`).
     Lzo = 1,
+    /// zlib deflate (`zlib`).
     Zlib = 2,
+    /// bzip2 (`bz2`).
     Bz2 = 3,
+    /// LZF (`lzf`).
     Lzf = 4,
+    /// Snappy, raw (`snappy`).
     Snappy = 5,
+    /// LZ4 block (`lz4`).
     Lz4 = 6,
+    /// LZ4 block compressed in high-compression mode (`lz4hc`); LZ4 decodes it.
     Lz4Hc = 7,
 }
 
 impl Mode {
+    /// Every mode, in id order.
     pub const ALL: [Mode; 8] = [
         Mode::None,
         Mode::Lzo,
@@ -27,14 +36,17 @@ impl Mode {
         Mode::Lz4Hc,
     ];
 
+    /// The mode with this id, if the format defines it.
     pub fn from_id(id: u8) -> Option<Mode> {
         Mode::ALL.get(id as usize).copied()
     }
 
+    /// The id stored in an extent header.
     pub fn id(self) -> u8 {
         self as u8
     }
 
+    /// The mode's lower-case name (`"lz4"`, …), as the CLI and `inspect` spell it.
     pub fn name(self) -> &'static str {
         match self {
             Mode::None => "none",
@@ -48,6 +60,7 @@ impl Mode {
         }
     }
 
+    /// The mode named `name`, if there is one.
     pub fn from_name(name: &str) -> Option<Mode> {
         Mode::ALL.iter().copied().find(|m| m.name() == name)
     }
@@ -462,6 +475,7 @@ pub fn extent_adler32(extent: &[u8]) -> u32 {
     a.checksum()
 }
 
+/// The mixing step of Bob Jenkins' lookup2 hash (§12.3).
 #[inline(always)]
 pub fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
     *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> 13);

@@ -9,7 +9,9 @@ use super::codec::{self, Mode};
 use super::types::{ExtentType, Kind, INDEX_NAME, XMLTYPE_NAME};
 use crate::error::{Error, ErrorClass, Result};
 
+/// Bytes of the file header (§2).
 pub const HEADER_LEN: usize = 40;
+/// Bytes of the file trailer (§4).
 pub const TRAILER_LEN: usize = 28;
 /// Reference limit on a compressed part (§3).
 pub const MAX_PART: i64 = 512 << 20;
@@ -19,11 +21,14 @@ pub const MAX_UNPACKED: usize = (2 << 30) - 1;
 /// Byte order of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ByteOrder {
+    /// Least significant byte first.
     Little,
+    /// Most significant byte first.
     Big,
 }
 
 impl ByteOrder {
+    /// Reads a `u32` from the first 4 bytes of `b` (which must hold them).
     #[inline(always)]
     pub fn u32(self, b: &[u8]) -> u32 {
         let a = [b[0], b[1], b[2], b[3]];
@@ -32,10 +37,12 @@ impl ByteOrder {
             ByteOrder::Big => u32::from_be_bytes(a),
         }
     }
+    /// Reads an `i32` from the first 4 bytes of `b` (which must hold them).
     #[inline(always)]
     pub fn i32(self, b: &[u8]) -> i32 {
         self.u32(b) as i32
     }
+    /// Reads a `u64` from the first 8 bytes of `b` (which must hold them).
     #[inline(always)]
     pub fn u64(self, b: &[u8]) -> u64 {
         let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
@@ -44,26 +51,31 @@ impl ByteOrder {
             ByteOrder::Big => u64::from_be_bytes(a),
         }
     }
+    /// Reads an `i64` from the first 8 bytes of `b` (which must hold them).
     #[inline(always)]
     pub fn i64(self, b: &[u8]) -> i64 {
         self.u64(b) as i64
     }
+    /// Reads an `f64` from the first 8 bytes of `b` (which must hold them).
     #[inline(always)]
     pub fn f64(self, b: &[u8]) -> f64 {
         f64::from_bits(self.u64(b))
     }
+    /// The 4 bytes of `v` in this order.
     pub fn put_u32(self, v: u32) -> [u8; 4] {
         match self {
             ByteOrder::Little => v.to_le_bytes(),
             ByteOrder::Big => v.to_be_bytes(),
         }
     }
+    /// The 8 bytes of `v` in this order.
     pub fn put_u64(self, v: u64) -> [u8; 8] {
         match self {
             ByteOrder::Little => v.to_le_bytes(),
             ByteOrder::Big => v.to_be_bytes(),
         }
     }
+    /// `"little-endian"` or `"big-endian"`.
     pub fn name(self) -> &'static str {
         match self {
             ByteOrder::Little => "little-endian",
@@ -75,34 +87,51 @@ impl ByteOrder {
 /// One extent's header, as read from the file.
 #[derive(Debug, Clone)]
 pub struct ExtentHeader {
+    /// Byte offset of the extent in the file.
     pub offset: u64,
+    /// CF: compressed size of the fixed-data part.
     pub cf: usize,
+    /// CV: compressed size of the variable-data part.
     pub cv: usize,
+    /// N: number of records.
     pub rows: usize,
+    /// VS: uncompressed size of the variable-data area, its 4 leading zero bytes included.
     pub vs: usize,
+    /// The stored adler32 of the extent (§12.1).
     pub adler: u32,
+    /// The stored lookup2 hash of the partly unpacked data (§12.2).
     pub hash: u32,
+    /// Compression mode id of the fixed part (see [`Mode`]).
     pub mode_fixed: u8,
+    /// Compression mode id of the variable part.
     pub mode_var: u8,
+    /// The extent type's name.
     pub type_name: String,
+    /// H: bytes of the header, type name and padding included.
     pub header_len: usize,
+    /// Bytes of the whole extent: `H + round4(CF) + round4(CV)`.
     pub len: usize,
 }
 
 /// Which checks to run while decoding.
 #[derive(Debug, Clone, Copy)]
 pub struct Checks {
+    /// Verify each extent's adler32.
     pub adler: bool,
+    /// Verify each extent's lookup2 hash.
     pub hash: bool,
+    /// Verify that variable32 entries lie inside the variable area.
     pub variable32: bool,
 }
 
 impl Checks {
+    /// Every check (the default).
     pub const ALL: Checks = Checks {
         adler: true,
         hash: true,
         variable32: true,
     };
+    /// No checks: faster, for trusted files.
     pub const NONE: Checks = Checks {
         adler: false,
         hash: false,
@@ -119,6 +148,7 @@ enum Bytes {
 pub struct DsFile {
     path: Option<PathBuf>,
     bytes: Bytes,
+    /// The file's byte order, from its header.
     pub order: ByteOrder,
     /// Declared types, in XmlType order (sorted by name).
     pub types: Vec<Arc<ExtentType>>,
@@ -133,6 +163,7 @@ pub struct DsFile {
 /// How to open a file.
 #[derive(Debug, Clone, Copy)]
 pub struct OpenOptions {
+    /// Which checks decoding runs.
     pub checks: Checks,
     /// Scan sequentially when the trailer or index is missing or damaged (§16.3).
     pub lenient: bool,
@@ -148,6 +179,7 @@ impl Default for OpenOptions {
 }
 
 impl DsFile {
+    /// Opens and memory-maps the file at `path`, reading its header, types, trailer and index.
     pub fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<DsFile> {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_file(path))?;
@@ -159,10 +191,12 @@ impl DsFile {
             .map_err(|e| e.with_file(path))
     }
 
+    /// Opens a file held in memory.
     pub fn from_bytes(bytes: Vec<u8>, options: OpenOptions) -> Result<DsFile> {
         Self::from_parts(None, Bytes::Vec(bytes), options)
     }
 
+    /// The whole file's bytes.
     pub fn bytes(&self) -> &[u8] {
         match &self.bytes {
             Bytes::Map(m) => m,
@@ -170,10 +204,12 @@ impl DsFile {
         }
     }
 
+    /// The file's path, unless it was opened from bytes.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
+    /// Names this file in `e`, when it has a path.
     pub fn err(&self, e: Error) -> Error {
         match &self.path {
             Some(p) => e.with_file(p),
@@ -291,6 +327,7 @@ impl DsFile {
         Ok(f)
     }
 
+    /// The declared extent type named `name`.
     pub fn find_type(&self, name: &str) -> Option<&Arc<ExtentType>> {
         self.types.iter().find(|t| t.name == name)
     }
@@ -545,6 +582,7 @@ fn verify_index(
 /// An extent decompressed, un-compacted and verified; values still packed, in file order.
 /// Uncompressed parts are borrowed from the file's bytes rather than copied.
 pub struct RawExtent<'a> {
+    /// Number of records.
     pub rows: usize,
     /// N × record_size bytes.
     pub fixed: Cow<'a, [u8]>,
@@ -553,6 +591,8 @@ pub struct RawExtent<'a> {
     pub var: Cow<'a, [u8]>,
 }
 
+/// A variable32 payload of `len` bytes padded to the smallest size ≥ `len` that is ≡ 4 (mod 8),
+/// so that with its 4-byte length every entry takes a multiple of 8 bytes (§9).
 #[inline]
 pub fn roundup_var(len: usize) -> usize {
     len + ((12 - len % 8) % 8)

@@ -180,17 +180,23 @@ fn add_base<T: Copy>(
 
 /// Everything needed to turn raw extents of a type into columns.
 pub struct Decoder {
+    /// The extent type decoded.
     pub t: Arc<ExtentType>,
+    /// The file's byte order.
     pub order: ByteOrder,
+    /// The schema of the batches it makes.
     pub schema: SchemaRef,
     /// Visible field positions (in `t.visible`) to output, in output order.
     pub columns: Vec<usize>,
     /// Fields (indices in `t.fields`) whose values must be unpacked: outputs and their bases.
     needed: Vec<bool>,
+    /// Whether to check that variable32 entries lie inside the variable area.
     pub check_var: bool,
 }
 
 impl Decoder {
+    /// A decoder of the visible fields at positions `columns`, reading the fields named in `utf8`
+    /// as Utf8.
     pub fn new(
         t: Arc<ExtentType>,
         order: ByteOrder,

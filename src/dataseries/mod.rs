@@ -1,6 +1,7 @@
 //! HP Labs' DataSeries DSv1 (`.ds`): a self-describing file of extents, each holding records of
-//! one ExtentType, compressed part by part. See `docs/dataseries.md` for the Arrow mapping and
-//! `shared/specs/dataseries.md` for the format.
+//! one ExtentType, compressed part by part.
+//!
+#![doc = include_str!("../../docs/dataseries.md")]
 
 pub mod codec;
 pub mod file;

@@ -53,25 +53,30 @@ impl Default for ReaderBuilder {
 }
 
 impl ReaderBuilder {
-    /// A builder with every option at its default: a whole extent per batch, every column,
-    /// the file's one data-holding extent type, checks on.
+    /// A builder with every option at its default: at most 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE); a batch never spans two extents, so
+    /// smaller extents give smaller batches), every column, the file's one data-holding extent
+    /// type, checks on.
     pub fn new() -> Self {
         Self::default()
     }
 
     crate::scan::scan_setters!();
 
-    /// The extent type to read (needed when the file declares several).
+    /// The extent type to read (needed when the file declares several; default: the file's one
+    /// data-holding type).
     pub fn with_type(mut self, name: impl Into<String>) -> Self {
         self.type_name = Some(name.into());
         self
     }
-    /// Reads every variable32 field as Utf8 (validated).
+    /// Reads every variable32 field as Utf8 (validated). Default: only the fields whose XML says
+    /// `arrow_type="utf8"`; the others are Binary.
     pub fn with_utf8_all(mut self) -> Self {
         self.utf8 = Utf8Fields::All;
         self
     }
-    /// Reads these variable32 fields as Utf8 (validated).
+    /// Reads these variable32 fields as Utf8 (validated), besides those the XML marks (default:
+    /// only those).
     pub fn with_utf8<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
         self.utf8 = Utf8Fields::Named(fields.into_iter().map(Into::into).collect());
         self
@@ -81,18 +86,20 @@ impl ReaderBuilder {
         self.checks = if on { Checks::ALL } else { Checks::NONE };
         self
     }
-    /// The extent type, Utf8 fields and checks at once.
+    /// The extent type, Utf8 fields and checks at once (default: [`DsReadOptions::default`]).
     pub fn with_options(mut self, options: &DsReadOptions) -> Self {
         self.type_name = options.type_name.clone();
         self.utf8 = options.utf8.clone();
         self.with_checks(!options.no_checks)
     }
-    /// Scans the extents when the trailer or index is damaged, and skips extents that fail.
+    /// Scans the extents when the trailer or index is damaged, and skips extents that fail
+    /// (default `false`: either is an error).
     pub fn with_lenient(mut self, lenient: bool) -> Self {
         self.lenient = lenient;
         self
     }
 
+    /// Opens and memory-maps the file at `path` and returns a reader of one extent type.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let path = path.as_ref();
         let file = DsFile::open(
@@ -105,9 +112,10 @@ impl ReaderBuilder {
         self.build_from_file(Arc::new(file))
     }
 
-    pub fn build_from_bytes(self, bytes: Vec<u8>) -> Result<Reader> {
+    /// Returns a reader of a file held in memory. A `Vec<u8>` is taken over without a copy.
+    pub fn build_from_bytes(self, bytes: impl Into<arrow_buffer::Buffer>) -> Result<Reader> {
         let file = DsFile::from_bytes(
-            bytes,
+            crate::scan::owned_bytes(bytes),
             OpenOptions {
                 checks: self.checks,
                 lenient: self.lenient,
@@ -116,6 +124,7 @@ impl ReaderBuilder {
         self.build_from_file(Arc::new(file))
     }
 
+    /// Returns a reader of a file already opened, without reading its header and index again.
     pub fn build_from_file(self, file: Arc<DsFile>) -> Result<Reader> {
         let t = choose_type(&file, self.type_name.as_deref()).map_err(|e| file.err(e))?;
         let names: Vec<&str> = t
@@ -148,7 +157,7 @@ impl ReaderBuilder {
             job: Arc::new(ExtentJob {
                 file,
                 decoder: Arc::new(decoder),
-                batch_size: self.scan.batch_size,
+                batch_size: Some(self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE)),
                 checks: self.checks,
             }),
             extents: extents.into(),
@@ -184,7 +193,7 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
                 1 => Ok(c[0].clone()),
                 0 if file.types.len() == 1 => Ok(file.types[0].clone()),
                 _ => Err(Error::invalid_argument(format!(
-                    "the file declares several extent types; choose one with --type: {}",
+                    "the file declares several extent types; choose one with the type option: {}",
                     list(file)
                 ))),
             }
@@ -271,9 +280,11 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// The opened file.
     pub fn file(&self) -> &Arc<DsFile> {
         &self.job.file
     }
+    /// The extent type being read.
     pub fn extent_type(&self) -> &Arc<ExtentType> {
         &self.job.decoder.t
     }

@@ -3,16 +3,24 @@
 /// The kind of a DataSeries field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A bit in a shared byte.
     Bool,
+    /// One unsigned byte.
     Byte,
+    /// A 32-bit signed integer.
     Int32,
+    /// A 64-bit signed integer.
     Int64,
+    /// A 64-bit float.
     Double,
+    /// Variable-length bytes: a 4-byte slot pointing into the variable area.
     Variable32,
+    /// Fixed-length bytes of this size.
     FixedWidth(usize),
 }
 
 impl Kind {
+    /// The kind as the XML's `type` attribute spells it.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Bool => "bool",
@@ -33,6 +41,7 @@ impl Kind {
             Kind::Int64 | Kind::Double => 8,
         }
     }
+    /// Bytes the field takes in a record (0 for a bool, which takes a bit).
     pub fn width(self) -> usize {
         match self {
             Kind::Bool => 0,
@@ -56,7 +65,9 @@ pub enum Relative {
 /// One field of the record, visible or hidden.
 #[derive(Debug, Clone)]
 pub struct Field {
+    /// The field's name (`" " + name` for a hidden null bool).
     pub name: String,
+    /// Its kind.
     pub kind: Kind,
     /// Hidden null bool of a nullable field (`" " + name`).
     pub hidden: bool,
@@ -66,9 +77,13 @@ pub struct Field {
     pub offset: usize,
     /// Bit mask for bools.
     pub mask: u8,
+    /// `pack_unique="yes"`: equal variable32 values share one entry (§9.3).
     pub pack_unique: bool,
+    /// `pack_scale`: stored values are `round(value / scale)` (§10).
     pub pack_scale: Option<f64>,
+    /// `pack_relative`: stored as a delta (§10).
     pub relative: Option<Relative>,
+    /// `opt_doublebase`: stored values are relative to this base.
     pub doublebase: Option<f64>,
     /// Every attribute of the `<field>` element except `name`, in document order, decoded.
     pub attrs: Vec<(String, String)>,
@@ -93,6 +108,7 @@ impl Field {
         }
     }
 
+    /// The attribute `key` of the `<field>` element, decoded.
     pub fn attr(&self, key: &str) -> Option<&str> {
         self.attrs
             .iter()
@@ -104,6 +120,7 @@ impl Field {
 /// A parsed and laid out extent type.
 #[derive(Debug, Clone)]
 pub struct ExtentType {
+    /// The type's name, as extents refer to it.
     pub name: String,
     /// The XML exactly as stored.
     pub xml: String,
@@ -113,19 +130,27 @@ pub struct ExtentType {
     pub fields: Vec<Field>,
     /// Indices in `fields` of the visible fields, in XML order.
     pub visible: Vec<usize>,
+    /// Bytes of one record in the fixed part (§8).
     pub record_size: usize,
+    /// `pack_null_compact="non_bool"`: null values are left out of the fixed part (§11).
     pub null_compact: bool,
+    /// `pack_field_ordering="big_to_small_sep_var32"` (§8.2).
     pub big_to_small: bool,
+    /// Records padded to a multiple of the widest field (`pack_pad_record="max_column_size"`).
     pub pad_max: bool,
     /// 1 + the highest byte offset holding a bool (0 without bools).
     pub bool_bytes: usize,
+    /// `(major, minor)` from the `version` attribute.
     pub version: (i32, i32),
 }
 
+/// Name of the built-in extent type that holds the other types' XML.
 pub const XMLTYPE_NAME: &str = "DataSeries: XmlType";
+/// Name of the built-in extent type that indexes the data extents.
 pub const INDEX_NAME: &str = "DataSeries: ExtentIndex";
 
 impl ExtentType {
+    /// The attribute `key` of `<ExtentType>`, decoded.
     pub fn attr(&self, key: &str) -> Option<&str> {
         self.attrs
             .iter()

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use super::codec::{self, Mode};
 use super::file::{compact, partly_unpacked_hash, roundup_var, ByteOrder, HEADER_LEN};
 use super::types::{ExtentType, Kind, Relative, INDEX_NAME};
-use crate::atomic::AtomicFile;
+use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -66,22 +66,23 @@ impl WriterOptions {
         self.type_name = Some(name.into());
         self
     }
-    /// A user-given ExtentType XML, stored verbatim.
+    /// A user-given ExtentType XML, stored verbatim (default: one derived from the schema).
     pub fn with_extent_type_xml(mut self, xml: impl Into<String>) -> Self {
         self.xml = Some(xml.into());
         self
     }
-    /// The enabled compression modes; several use the reference's smallest-wins rule.
+    /// The enabled compression modes; several use the reference's smallest-wins rule (default:
+    /// zlib only).
     pub fn with_modes(mut self, modes: impl IntoIterator<Item = Mode>) -> Self {
         self.modes = modes.into_iter().collect();
         self
     }
-    /// Compression level 1..=9 (lzo, zlib and bz2 use it).
+    /// Compression level 1..=9 (lzo, zlib and bz2 use it; default 6).
     pub fn with_level(mut self, level: u32) -> Self {
         self.level = level;
         self
     }
-    /// Target uncompressed bytes per extent (1 KiB ..= 256 MiB).
+    /// Target uncompressed bytes per extent (1 KiB ..= 256 MiB; default 1 MiB).
     pub fn with_extent_size(mut self, bytes: usize) -> Self {
         self.extent_size = bytes;
         self
@@ -841,7 +842,7 @@ fn header_bytes(order: ByteOrder) -> [u8; 40] {
 
 /// Writes record batches into a new DataSeries file.
 pub struct Writer {
-    file: Option<AtomicFile>,
+    file: Option<StreamOutput>,
     t: Arc<ExtentType>,
     canon_schema: SchemaRef,
     options: WriterOptions,
@@ -859,12 +860,40 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a DataSeries file at `path` for batches of `schema`. Nothing appears at
+    /// `path` until [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
         options: WriterOptions,
     ) -> Result<Writer> {
         let path = path.as_ref();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "data".into());
+        Writer::start(path, &stem, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the file goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written, the index and trailer last. A failed write may leave part of the file in
+    /// the sink. Without a type name in the options or the schema, the type is named `data`.
+    pub fn try_new_to_sink(
+        sink: impl Write + Send + 'static,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), "data", || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        stem: &str,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Writer> {
         let e = |e: Error| e.with_file(path);
         if !(1024..=256 << 20).contains(&options.extent_size) {
             return Err(e(Error::invalid_argument(format!(
@@ -878,11 +907,7 @@ impl Writer {
                 options.level
             ))));
         }
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "data".into());
-        let t = resolve_type(&schema, &options, &stem).map_err(e)?;
+        let t = resolve_type(&schema, &options, stem).map_err(e)?;
         check_writable(&t).map_err(e)?;
         let mut warnings = Vec::new();
         for (i, f) in schema.fields().iter().enumerate() {
@@ -901,7 +926,7 @@ impl Writer {
                 .map(|&i| Field::new(&t.fields[i].name, canonical(t.fields[i].kind), true))
                 .collect::<Vec<_>>(),
         ));
-        let mut file = AtomicFile::create(path).map_err(e)?;
+        let mut file = output().map_err(e)?;
         let order = options.order;
         let mut w = Writer {
             file: None,
@@ -918,7 +943,7 @@ impl Writer {
             rows: 0,
             warnings,
         };
-        let out = file.file_mut().map_err(|x| e(x.into()))?;
+        let out = file.unbuffered().map_err(|x| e(x.into()))?;
         out.write_all(&header_bytes(order))
             .map_err(|x| e(x.into()))?;
         w.offset = HEADER_LEN as u64;
@@ -941,11 +966,11 @@ impl Writer {
     }
 
     fn path(&self) -> &Path {
-        self.file.as_ref().expect("open").target()
+        self.file.as_ref().expect("open").name()
     }
 
     fn emit(&mut self, name: &str, bytes: Vec<u8>, x: u32) -> Result<()> {
-        let f = self.file.as_mut().expect("open").file_mut()?;
+        let f = self.file.as_mut().expect("open").unbuffered()?;
         f.write_all(&bytes)?;
         self.index.push((self.offset, name.to_string()));
         let (mut a, mut b, mut c) = (x, self.chain, 1972u32);
@@ -975,6 +1000,7 @@ impl Writer {
         Ok(RecordBatch::try_new(self.canon_schema.clone(), cols)?)
     }
 
+    /// Encodes the batch's rows; full extents are compressed in parallel and written.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let path = self.path().to_path_buf();
         self.write_inner(batch).map_err(|e| e.with_file(&path))
@@ -1059,6 +1085,7 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the last extent, the index and the trailer, then moves the file into place.
     pub fn finish(mut self) -> Result<WriteSummary> {
         let path = self.path().to_path_buf();
         self.finish_inner().map_err(|e| e.with_file(&path))
@@ -1104,7 +1131,7 @@ impl Writer {
         let h = codec::lookup2(&tr, 1776);
         tr.extend_from_slice(&order.put_u32(h));
         let mut file = self.file.take().expect("open");
-        file.file_mut()?.write_all(&tr)?;
+        file.unbuffered()?.write_all(&tr)?;
         file.commit()?;
         Ok(WriteSummary {
             rows: self.rows,

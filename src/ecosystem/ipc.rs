@@ -22,7 +22,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
-use crate::atomic::{AtomicFile, StreamOutput};
+use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
 use crate::scan::{FragmentRange, ScanOptions};
@@ -619,7 +619,7 @@ pub fn compression(spec: Option<&str>) -> Result<(Option<CompressionType>, Optio
 }
 
 enum Inner {
-    File(FileWriter<AtomicFile>),
+    File(FileWriter<StreamOutput>),
     Stream(StreamWriter<StreamOutput>),
 }
 
@@ -645,9 +645,40 @@ impl Writer {
 
     /// An IPC file (`.arrow`, `.feather`): `options.compression` may be `lz4` or `zstd`.
     pub fn try_new_file(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        Writer::start_file(path, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new_file`], but the file goes into `sink` as it is written (the
+    /// footer last). A failed write may leave part of it in the sink; errors name the file
+    /// [`SINK_NAME`].
+    pub fn try_new_file_to_sink(
+        sink: impl std::io::Write + Send + 'static,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start_file(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    /// Like [`Writer::try_new_stream`], but the stream goes into `sink` as it is written.
+    pub fn try_new_stream_to_sink(
+        sink: impl std::io::Write + Send + 'static,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start_stream(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    fn start_file(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
         let ipc_options = Self::options(path, options)?;
-        let file = AtomicFile::create(path)?;
-        let inner = FileWriter::try_new_with_options(file, &schema, ipc_options).in_file(path)?;
+        let inner =
+            FileWriter::try_new_with_options(output()?, &schema, ipc_options).in_file(path)?;
         Ok(Writer {
             inner: Inner::File(inner),
             path: path.to_path_buf(),
@@ -655,15 +686,25 @@ impl Writer {
         })
     }
 
-    /// An IPC stream (`.arrows`): `options.compression` may be `lz4` or `zstd`.
+    /// An IPC stream (`.arrows`, `-` for standard output): `options.compression` may be `lz4`
+    /// or `zstd`.
     pub fn try_new_stream(
         path: &Path,
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
+        Writer::start_stream(path, || StreamOutput::create(path), schema, options)
+    }
+
+    fn start_stream(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
         let ipc_options = Self::options(path, options)?;
-        let file = StreamOutput::create(path)?;
-        let inner = StreamWriter::try_new_with_options(file, &schema, ipc_options).in_file(path)?;
+        let inner =
+            StreamWriter::try_new_with_options(output()?, &schema, ipc_options).in_file(path)?;
         Ok(Writer {
             inner: Inner::Stream(inner),
             path: path.to_path_buf(),
@@ -701,9 +742,13 @@ impl BatchWriter for Writer {
 pub struct IpcInfo {
     /// The metadata version (`V5` for everything written since Arrow 1.0).
     pub version: String,
+    /// Bytes of the file (or of the stream read).
     pub file_size: u64,
+    /// Rows over all record batches.
     pub num_rows: u64,
+    /// Number of dictionary batch messages.
     pub dictionaries: usize,
+    /// Every record batch message, in order.
     pub batches: Vec<IpcBatch>,
     /// The footer's (file) or the schema message's (stream) custom metadata keys.
     pub metadata_keys: Vec<String>,
@@ -714,6 +759,7 @@ pub struct IpcInfo {
 /// One record batch message.
 #[derive(Debug, Clone, Serialize)]
 pub struct IpcBatch {
+    /// Rows in the batch.
     pub rows: u64,
     /// Where its message starts in the file.
     pub offset: u64,

@@ -1,7 +1,7 @@
 //! The Arrow ecosystem's own formats (Parquet, Arrow IPC file and stream, CSV, NDJSON),
 //! read and written through the arrow-rs crates so that every legacy format converts to them.
 //!
-//! Readers honour [`ReadOptions`]: the batch size, the projection (pushed down to the format's
+//! Readers honour [`ReadOptions`](crate::ReadOptions): the batch size, the projection (pushed down to the format's
 //! reader, then put in the order asked for) and the row limit (pushed down where the format's
 //! reader can stop early, and enforced by a wrapper that stops pulling batches once it is
 //! reached). Writers go through [`AtomicFile`](crate::atomic::AtomicFile): until `finish`

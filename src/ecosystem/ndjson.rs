@@ -15,7 +15,7 @@ use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
-use crate::atomic::StreamOutput;
+use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::Result;
 use crate::format::Format;
 use crate::options::WriteOptions;
@@ -61,9 +61,33 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn try_new(path: &Path, _schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+    /// Starts writing NDJSON at `path` (`-`: standard output); NDJSON has no schema header, so
+    /// `schema` is unused.
+    /// `options` must not ask for compression.
+    pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        Writer::start(path, || StreamOutput::create(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written. A failed write may leave part of the output in the sink; errors name
+    /// the file [`SINK_NAME`].
+    pub fn try_new_to_sink(
+        sink: impl std::io::Write + Send + 'static,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        _schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
         super::no_compression(Format::Ndjson, options, path)?;
-        let file = StreamOutput::create(path)?;
+        let file = output()?;
         Ok(Writer {
             // Explicit nulls keep a column that is null in every row.
             inner: WriterBuilder::new().with_explicit_nulls(true).build(file),

@@ -21,7 +21,7 @@ use arrow_schema::SchemaRef;
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
-use crate::atomic::AtomicFile;
+use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
 use crate::scan::{FragmentRange, ScanOptions};
@@ -155,7 +155,7 @@ pub struct Writer {
 /// The encoder thread and the way to it; it owns the file until `finish` takes it back.
 struct Encoder {
     jobs: std::sync::mpsc::SyncSender<RowGroup>,
-    thread: std::thread::JoinHandle<Result<SerializedFileWriter<AtomicFile>>>,
+    thread: std::thread::JoinHandle<Result<SerializedFileWriter<StreamOutput>>>,
 }
 
 /// One row group's batches and the column writers made for it.
@@ -169,6 +169,27 @@ impl Writer {
     /// Zstd unless `options.compression` says otherwise; `options.row_group_size` rows per row
     /// group (1,048,576, the `parquet` crate's default, otherwise).
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        Writer::start(path, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written. A failed write may leave part of the output in the sink; errors name
+    /// the file [`SINK_NAME`].
+    pub fn try_new_to_sink(
+        sink: impl std::io::Write + Send + 'static,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
         let codec = compression(options.compression.as_deref()).map_err(|e| e.with_file(path))?;
         let row_group_rows = match options.row_group_size {
             Some(0) => {
@@ -184,10 +205,9 @@ impl Writer {
             .set_compression(codec)
             .set_max_row_group_row_count(Some(row_group_rows))
             .build();
-        let file = AtomicFile::create(path)?;
         // ArrowWriter sets up the Parquet schema and the embedded Arrow schema; its lower
         // layers then take the row groups we encode ourselves.
-        let (file_writer, factory) = ArrowWriter::try_new(file, schema.clone(), Some(props))
+        let (file_writer, factory) = ArrowWriter::try_new(output()?, schema.clone(), Some(props))
             .and_then(ArrowWriter::into_serialized_writer)
             .in_file(path)?;
         let (jobs, queue) = std::sync::mpsc::sync_channel::<RowGroup>(0);
@@ -241,7 +261,7 @@ impl Writer {
     }
 
     /// Waits for the encoder to write everything it was given and takes the file back.
-    fn join(&mut self) -> Result<SerializedFileWriter<AtomicFile>> {
+    fn join(&mut self) -> Result<SerializedFileWriter<StreamOutput>> {
         let Some(Encoder { jobs, thread }) = self.encoder.take() else {
             return Err(
                 Error::new(ErrorClass::Io, "the Parquet writer already failed")
@@ -270,9 +290,9 @@ impl Drop for Writer {
 /// The encoder thread: encodes each row group's columns in parallel, then appends them to the
 /// file in order, until the writer hangs up.
 fn encode_row_groups(
-    mut file: SerializedFileWriter<AtomicFile>,
+    mut file: SerializedFileWriter<StreamOutput>,
     queue: std::sync::mpsc::Receiver<RowGroup>,
-) -> Result<SerializedFileWriter<AtomicFile>> {
+) -> Result<SerializedFileWriter<StreamOutput>> {
     use rayon::prelude::*;
     for RowGroup {
         schema,
@@ -362,45 +382,68 @@ impl BatchWriter for Writer {
 /// The structure of a Parquet file, from its footer.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetInfo {
+    /// The format version in the footer (1 or 2).
     pub version: i32,
+    /// The writer that made the file, as it named itself.
     pub created_by: Option<String>,
+    /// Rows of the file.
     pub num_rows: i64,
+    /// Number of row groups.
     pub num_row_groups: usize,
     /// The key-value metadata of the footer, by key (the values can be large: the Arrow schema).
     pub metadata_keys: Vec<String>,
     /// Leaf columns, over all row groups.
     pub columns: Vec<ParquetColumn>,
+    /// Every row group, in order.
     pub row_groups: Vec<ParquetRowGroup>,
 }
 
+/// A leaf column of a Parquet file, summed over its row groups.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetColumn {
     /// The dotted path of the leaf column.
     pub path: String,
+    /// Its Parquet physical type (`INT64`, `BYTE_ARRAY`, …).
     pub physical_type: String,
+    /// Its logical type annotation, if any.
     pub logical_type: Option<String>,
     /// The codecs of the column's chunks, each once.
     pub compression: Vec<String>,
+    /// Compressed bytes over all row groups.
     pub compressed_size: i64,
+    /// Uncompressed bytes over all row groups.
     pub uncompressed_size: i64,
 }
 
+/// One row group of a Parquet file.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetRowGroup {
+    /// Rows in the group.
     pub num_rows: i64,
+    /// Uncompressed bytes of the group's data, as the footer gives it.
     pub total_byte_size: i64,
+    /// Compressed bytes of the group's column chunks.
     pub compressed_size: i64,
+    /// Its column chunks, one per leaf column.
     pub columns: Vec<ParquetChunk>,
 }
 
+/// One column chunk of a row group.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParquetChunk {
+    /// The dotted path of its leaf column.
     pub path: String,
+    /// Its codec.
     pub compression: String,
+    /// Where the chunk starts in the file.
     pub file_offset: i64,
+    /// Compressed bytes of the chunk.
     pub compressed_size: i64,
+    /// Uncompressed bytes of the chunk.
     pub uncompressed_size: i64,
+    /// Values in the chunk, nulls included.
     pub num_values: i64,
+    /// The encodings its pages use.
     pub encodings: Vec<String>,
 }
 

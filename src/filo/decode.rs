@@ -19,7 +19,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer
 use arrow_schema::{DataType, TimeUnit};
 use flatbuffers::{Follow, InvalidFlatbuffer, Vector, Verifiable, VerifierOptions};
 
-use super::filo_generated::org::velvia::filo::vector as fb;
+use super::gen::vector as fb;
 use super::mapping::{datetime_fields, timestamp_utc, FiloType};
 use crate::error::{Error, ErrorClass, Result};
 
@@ -29,19 +29,30 @@ pub const MAX_EMPTY_LEN: usize = 0xFF_FFFF;
 /// The vector types of specs/filo.md section 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireType {
+    /// `EmptyVector`: a length and nothing else; every element is NA.
     Empty,
+    /// `SimplePrimitiveVector`: bit-packed numbers.
     SimplePrimitive,
+    /// `SimpleStringVector`: an offset per string.
     SimpleString,
+    /// `SimpleBinaryVector`: arrowsmith's bytes vector, laid out as strings.
     SimpleBinary,
+    /// `SimpleFixedStringVector`: arrowsmith's strings of one fixed length.
     SimpleFixedString,
+    /// `DictStringVector`: a dictionary of strings and a code per element.
     DictString,
+    /// `ConstPrimitiveVector`: one number repeated.
     ConstPrimitive,
+    /// `ConstStringVector`: one string repeated.
     ConstString,
+    /// `DiffPrimitiveVector`: bit-packed differences from a base.
     DiffPrimitive,
+    /// `DiffDateTimeVector`: millis and time zone offsets, each as differences from a base.
     DiffDateTime,
 }
 
 impl WireType {
+    /// The vector type's name, as filo names its class (`"SimplePrimitiveVector"`, …).
     pub fn name(self) -> &'static str {
         match self {
             WireType::Empty => "EmptyVector",
@@ -136,17 +147,21 @@ impl WireType {
 pub enum MaskKind {
     /// No NaMask table (DictStringVector, which uses code 0; or a writer that left it out).
     Absent,
+    /// No element is NA.
     AllZeroes,
     /// A bitmap of this many u64 words.
     SimpleBitMask {
+        /// Number of `u64` words of the bitmap.
         words: usize,
     },
+    /// Every element is NA.
     AllOnes,
     /// EmptyVector: everything is NA, no table.
     Empty,
 }
 
 impl MaskKind {
+    /// The mask kind's name, as the FlatBuffer schema spells it (`"AllZeroes"`, …).
     pub fn name(self) -> &'static str {
         match self {
             MaskKind::Absent => "absent",
@@ -161,19 +176,25 @@ impl MaskKind {
 /// What a vector's header and FlatBuffer say, without decoding the elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VectorInfo {
+    /// The 32-bit header word: the vector type and subtype.
     pub header: u32,
+    /// The vector type it names.
     pub wire_type: WireType,
+    /// Number of elements.
     pub len: usize,
     /// `(nbits, signed)` of the data, codes or millis.
     pub info: Option<(u16, bool)>,
+    /// How NAs are marked.
     pub mask: MaskKind,
     /// Diff base, or DiffDateTime's base millis.
     pub base: Option<i64>,
     /// DiffDateTime: base offset (quarter-hours) and the tz deltas' `(nbits, signed)`.
     pub base_tz: Option<i8>,
+    /// DiffDateTime: `(nbits, signed)` of the time zone deltas.
     pub tz_info: Option<(u16, bool)>,
     /// DictStringVector: dictionary entries, the NA placeholder included.
     pub dictionary_size: Option<usize>,
+    /// Bytes of the whole vector, header included.
     pub byte_size: usize,
 }
 

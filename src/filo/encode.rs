@@ -33,6 +33,7 @@ pub enum Hint {
 }
 
 impl Hint {
+    /// The hint's name as filo spells it (`"DictionaryEncoding"`, …).
     pub fn name(self) -> &'static str {
         match self {
             Hint::AutoDetect => "AutoDetect",
@@ -70,10 +71,12 @@ pub struct EncodeOptions {
 }
 
 impl EncodeOptions {
+    /// The encoding hint (default [`Hint::AutoDetect`]: the encoder chooses, as filo does).
     pub fn with_hint(mut self, hint: Hint) -> Self {
         self.hint = hint;
         self
     }
+    /// The encoding hint in effect.
     pub fn hint(&self) -> Hint {
         self.hint
     }

@@ -19,13 +19,21 @@ pub const DATETIME_TZ: &str = "tz_offset_quarter_hours";
 /// The element type of a Filo vector: filo-scala's column classes, plus arrowsmith's Binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FiloType {
+    /// 32-bit signed integer (Arrow `Int32`).
     Int,
+    /// 64-bit signed integer (Arrow `Int64`).
     Long,
+    /// 64-bit float (Arrow `Float64`).
     Double,
+    /// 32-bit float (Arrow `Float32`).
     Float,
+    /// Boolean (Arrow `Boolean`).
     Boolean,
+    /// UTF-8 text (Arrow `Utf8`).
     String,
+    /// Milliseconds since the epoch, UTC (Arrow `Timestamp(ms)`).
     Timestamp,
+    /// Milliseconds with a fixed UTC offset per value (an Arrow struct of millis and offset).
     DateTime,
     /// arrowsmith extension (single vectors only).
     Binary,
@@ -44,6 +52,7 @@ impl FiloType {
         FiloType::DateTime,
     ];
 
+    /// The type's name as filo and `schema.json` spell it (`"Long"`, …).
     pub fn name(self) -> &'static str {
         match self {
             FiloType::Int => "Int",

@@ -1,23 +1,13 @@
 //! Filo, the binary vector format of velvia/filo 0.2.x (the storage of early FiloDB): one
 //! FlatBuffers vector per column chunk, and the "Filo set" directory that arrowsmith uses to
-//! store whole tables of them. See `docs/filo.md` for the Arrow mapping and the encodings the
-//! writer picks, and `specs/filo.md` for the bytes.
+//! store whole tables of them.
 //!
-//! `filo_generated.rs` is generated from `schema/filo/*.fbs` by `scripts/flatc.sh`.
+#![doc = include_str!("../../docs/filo.md")]
 
-#[allow(
-    clippy::all,
-    unsafe_op_in_unsafe_fn,
-    mismatched_lifetime_syntaxes,
-    dead_code,
-    unused_imports,
-    non_snake_case
-)]
-#[rustfmt::skip]
-mod filo_generated;
 mod builder;
 mod decode;
 mod encode;
+mod gen;
 pub mod mapping;
 mod set;
 mod vector;

@@ -49,13 +49,16 @@ struct ChunkJson {
 /// A column of a Filo set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetColumn {
+    /// The column's name.
     pub name: String,
+    /// The Filo type its vectors hold.
     pub filo_type: FiloType,
 }
 
 /// What `schema.json` says, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetInfo {
+    /// The columns, in order.
     pub columns: Vec<SetColumn>,
     /// Rows of each chunk, in row order.
     pub chunks: Vec<usize>,
@@ -129,6 +132,7 @@ impl SetInfo {
         Ok(SetInfo { columns, chunks })
     }
 
+    /// Rows over all chunks.
     pub fn rows(&self) -> u64 {
         self.chunks.iter().map(|&r| r as u64).sum()
     }
@@ -223,8 +227,10 @@ pub struct ReaderBuilder {
 }
 
 impl ReaderBuilder {
-    /// A builder with every option at its default: one batch per chunk, every column (only
-    /// the selected columns' files are opened), every chunk.
+    /// A builder with every option at its default: at most 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE); a batch never spans two chunks, so
+    /// smaller chunks give smaller batches), every column (only the selected columns' files are
+    /// opened), every chunk.
     pub fn new() -> Self {
         Self::default()
     }
@@ -239,6 +245,7 @@ impl ReaderBuilder {
         self
     }
 
+    /// Opens the set directory at `path`, reading `schema.json`, and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let dir = path.as_ref().to_path_buf();
         let info = SetInfo::open(&dir)?;
@@ -285,7 +292,7 @@ impl ReaderBuilder {
             info,
             columns,
             schema,
-            batch_size: self.scan.batch_size,
+            batch_size: Some(self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE)),
             remaining: self.scan.limit.map_or(u64::MAX, |l| l as u64),
             next_chunk: first as usize,
             end_chunk: last as usize,
@@ -294,7 +301,7 @@ impl ReaderBuilder {
     }
 }
 
-/// Reads a Filo set as record batches: one per chunk, or `batch_size` rows at a time.
+/// Reads a Filo set as record batches of at most `batch_size` rows, none spanning two chunks.
 pub struct Reader {
     dir: PathBuf,
     info: SetInfo,
@@ -310,6 +317,7 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// What the set's `schema.json` says.
     pub fn info(&self) -> &SetInfo {
         &self.info
     }
@@ -408,17 +416,18 @@ impl WriterOptions {
         self.chunk_size = rows;
         self
     }
-    /// The encoding hint of every column without its own.
+    /// The encoding hint of every column without its own (default [`Hint::AutoDetect`]).
     pub fn with_hint(mut self, hint: Hint) -> Self {
         self.hint = hint;
         self
     }
+    /// The encoding hint of one column, overriding [`WriterOptions::with_hint`] (default: none).
     pub fn with_column_hint(mut self, column: impl Into<String>, hint: Hint) -> Self {
         self.column_hints.insert(column.into(), hint);
         self
     }
     /// Stores a column as this Filo type instead of its natural one (for example a
-    /// fixed-offset Timestamp as DateTime).
+    /// fixed-offset Timestamp as DateTime; default: the natural type of its Arrow type).
     pub fn with_column_type(mut self, column: impl Into<String>, filo_type: FiloType) -> Self {
         self.column_types.insert(column.into(), filo_type);
         self
@@ -443,6 +452,8 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a Filo set directory at `path` for batches of `schema`. Nothing appears at
+    /// `path` until [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
@@ -505,6 +516,7 @@ impl Writer {
         })
     }
 
+    /// Adds the batch's rows; each full chunk is encoded, one vector per column, and written.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if batch.schema().fields().len() != self.schema.fields().len() {
             return Err(Error::invalid_argument(format!(
@@ -555,6 +567,7 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the last chunk and `schema.json`, then moves the directory into place.
     pub fn finish(mut self) -> Result<WriteSummary> {
         self.flush()?;
         let json = SchemaJson {

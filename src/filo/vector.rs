@@ -10,7 +10,7 @@ use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use super::decode::decode;
 use super::encode::{encode, EncodeOptions};
 use super::mapping::FiloType;
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -28,6 +28,8 @@ pub struct VectorReader {
 }
 
 impl VectorReader {
+    /// Opens and decodes the vector file at `path`, whose elements are `filo_type` (the file does
+    /// not say), to be read `batch_size` rows at a time, at most `limit` rows.
     pub fn open(
         path: impl AsRef<Path>,
         filo_type: FiloType,
@@ -79,7 +81,10 @@ impl RecordBatchReader for VectorReader {
 /// Writes the one column of its batches as one Filo vector file. The vector is encoded whole
 /// at `finish`, so the column is held in memory until then.
 pub struct VectorWriter {
+    /// The target file, or [`SINK_NAME`] for a sink.
     path: PathBuf,
+    /// The caller's sink, when the vector goes there instead of to `path`.
+    sink: Option<StreamOutput>,
     schema: SchemaRef,
     filo_type: FiloType,
     options: EncodeOptions,
@@ -94,10 +99,37 @@ impl VectorWriter {
         filo_type: Option<FiloType>,
         options: EncodeOptions,
     ) -> Result<VectorWriter> {
-        let path = path.as_ref().to_path_buf();
+        VectorWriter::start(
+            path.as_ref().to_path_buf(),
+            None,
+            schema,
+            filo_type,
+            options,
+        )
+    }
+
+    /// Like [`VectorWriter::try_new`], but the vector goes into `sink` (a pipe, a socket, a
+    /// buffer) at [`VectorWriter::finish`].
+    pub fn try_new_to_sink(
+        sink: impl std::io::Write + Send + 'static,
+        schema: SchemaRef,
+        filo_type: Option<FiloType>,
+        options: EncodeOptions,
+    ) -> Result<VectorWriter> {
+        let sink = Some(StreamOutput::sink(sink));
+        VectorWriter::start(PathBuf::from(SINK_NAME), sink, schema, filo_type, options)
+    }
+
+    fn start(
+        path: PathBuf,
+        sink: Option<StreamOutput>,
+        schema: SchemaRef,
+        filo_type: Option<FiloType>,
+        options: EncodeOptions,
+    ) -> Result<VectorWriter> {
         if schema.fields().len() != 1 {
             return Err(Error::invalid_argument(format!(
-                "a Filo vector holds one column, the input has {}; choose one with --columns",
+                "a Filo vector holds one column, the input has {}; choose one with the columns option",
                 schema.fields().len()
             ))
             .with_file(&path));
@@ -110,6 +142,7 @@ impl VectorWriter {
         };
         Ok(VectorWriter {
             path,
+            sink,
             schema,
             filo_type,
             options,
@@ -117,11 +150,13 @@ impl VectorWriter {
         })
     }
 
+    /// Adds the batch's one column; the vector is encoded at [`VectorWriter::finish`].
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.parts.push(batch.column(0).clone());
         Ok(())
     }
 
+    /// Encodes the column as one vector and writes the file.
     pub fn finish(self) -> Result<WriteSummary> {
         let parts: Vec<&dyn arrow_array::Array> = self.parts.iter().map(|a| a.as_ref()).collect();
         let array = if parts.is_empty() {
@@ -131,7 +166,10 @@ impl VectorWriter {
         };
         let bytes = encode(array.as_ref(), self.filo_type, &self.options)
             .map_err(|e| e.with_file(&self.path))?;
-        let mut out = AtomicFile::create(&self.path)?;
+        let mut out = match self.sink {
+            Some(sink) => sink,
+            None => StreamOutput::File(AtomicFile::create(&self.path)?),
+        };
         std::io::Write::write_all(&mut out, &bytes)
             .map_err(|e| Error::from(e).with_file(&self.path))?;
         out.commit()?;

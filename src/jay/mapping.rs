@@ -17,37 +17,65 @@ pub const NKEYS_METADATA_KEY: &str = "jay.nkeys";
 /// A Jay column type: one of datatable's fourteen storage types, arrays with their element.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum JayType {
+    /// Booleans, one byte each (NA −128).
     Bool8,
+    /// 8-bit signed integers.
     Int8,
+    /// 16-bit signed integers.
     Int16,
+    /// 32-bit signed integers.
     Int32,
+    /// 64-bit signed integers.
     Int64,
+    /// 32-bit floats.
     Float32,
+    /// 64-bit floats.
     Float64,
+    /// Strings with 32-bit offsets.
     Str32,
+    /// Strings with 64-bit offsets.
     Str64,
+    /// Days since 1970-01-01, 32-bit.
     Date32,
+    /// Nanoseconds since 1970-01-01T00:00:00 without a time zone, 64-bit.
     Time64,
+    /// A column of NAs only, with no buffers.
     Void0,
+    /// Arrays of the element type, with 32-bit offsets.
     Arr32(Box<JayType>),
+    /// Arrays of the element type, with 64-bit offsets.
     Arr64(Box<JayType>),
 }
 
 /// The type codes of datatable's `SType` enum, as stored in the file.
 pub mod code {
+    /// Code of [`JayType::Bool8`](super::JayType::Bool8).
     pub const BOOL8: u8 = 0;
+    /// Code of [`JayType::Int8`](super::JayType::Int8).
     pub const INT8: u8 = 1;
+    /// Code of [`JayType::Int16`](super::JayType::Int16).
     pub const INT16: u8 = 2;
+    /// Code of [`JayType::Int32`](super::JayType::Int32).
     pub const INT32: u8 = 3;
+    /// Code of [`JayType::Int64`](super::JayType::Int64).
     pub const INT64: u8 = 4;
+    /// Code of [`JayType::Float32`](super::JayType::Float32).
     pub const FLOAT32: u8 = 5;
+    /// Code of [`JayType::Float64`](super::JayType::Float64).
     pub const FLOAT64: u8 = 6;
+    /// Code of [`JayType::Str32`](super::JayType::Str32).
     pub const STR32: u8 = 7;
+    /// Code of [`JayType::Str64`](super::JayType::Str64).
     pub const STR64: u8 = 8;
+    /// Code of [`JayType::Date32`](super::JayType::Date32).
     pub const DATE32: u8 = 9;
+    /// Code of [`JayType::Time64`](super::JayType::Time64).
     pub const TIME64: u8 = 10;
+    /// Code of [`JayType::Void0`](super::JayType::Void0).
     pub const VOID0: u8 = 11;
+    /// Code of [`JayType::Arr32`](super::JayType::Arr32).
     pub const ARR32: u8 = 12;
+    /// Code of [`JayType::Arr64`](super::JayType::Arr64).
     pub const ARR64: u8 = 13;
 }
 
@@ -71,6 +99,7 @@ impl JayType {
         })
     }
 
+    /// The type's code as stored in the file ([`code`] constants).
     pub fn code(&self) -> u8 {
         match self {
             JayType::Bool8 => code::BOOL8,
@@ -101,10 +130,12 @@ impl JayType {
         }
     }
 
+    /// Whether it is `Str32` or `Str64`.
     pub fn is_string(&self) -> bool {
         matches!(self, JayType::Str32 | JayType::Str64)
     }
 
+    /// Whether it is `Arr32` or `Arr64`.
     pub fn is_array(&self) -> bool {
         matches!(self, JayType::Arr32(_) | JayType::Arr64(_))
     }
@@ -156,12 +187,22 @@ pub enum WriteMapping {
     /// Date64 milliseconds to whole days.
     Date64ToDate32,
     /// A timestamp scaled to nanoseconds; the time zone, if any, is dropped.
-    TimestampToTime64 { unit: TimeUnit, tz: Option<String> },
+    TimestampToTime64 {
+        /// The unit of the Arrow timestamps.
+        unit: TimeUnit,
+        /// Their time zone, which Time64 cannot keep.
+        tz: Option<String>,
+    },
     /// Text (Utf8, Utf8View or a dictionary of text); `large` forces Str64.
-    Text { large: bool },
+    Text {
+        /// Whether the offsets are 64-bit (Str64).
+        large: bool,
+    },
     /// A list of elements mapped by the same rules; `large` is Arr64.
     List {
+        /// Whether the offsets are 64-bit (Arr64).
         large: bool,
+        /// The mapping of the elements.
         element: Box<WriteMapping>,
     },
 }

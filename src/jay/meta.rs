@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::jay_generated::jay as fb;
+use super::gen::jay as fb;
 use super::mapping::{code, JayType};
 use crate::error::{Error, ErrorClass, Result};
 
@@ -49,8 +49,20 @@ pub enum Layout {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Stats {
-    Int { min: i64, max: i64 },
-    Float { min: f64, max: f64 },
+    /// Of an integer, boolean or temporal column.
+    Int {
+        /// The smallest value.
+        min: i64,
+        /// The largest value.
+        max: i64,
+    },
+    /// Of a float column.
+    Float {
+        /// The smallest value.
+        min: f64,
+        /// The largest value.
+        max: f64,
+    },
 }
 
 /// A verified column description.
@@ -58,12 +70,16 @@ pub enum Stats {
 pub struct ColumnInfo {
     /// Absent only in array children.
     pub name: Option<String>,
+    /// The column's storage type.
     #[serde(serialize_with = "serialize_display")]
     pub jay_type: JayType,
+    /// Which of datatable's buffer layouts the column uses.
     pub layout: Layout,
+    /// Rows of the column.
     pub nrows: u64,
     /// As stored; informational (nulls come from the data).
     pub nullcount: u64,
+    /// The stored minimum and maximum, when datatable computed them.
     pub stats: Option<Stats>,
     /// A non-empty Arrow-style validity bitmap (new layout only).
     pub validity: Option<BufferRange>,
@@ -86,14 +102,19 @@ fn serialize_display<S: serde::Serializer>(t: &JayType, s: S) -> Result<S::Ok, S
 /// A verified Jay file description: everything but the column data.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FrameInfo {
+    /// Rows of the frame.
     pub nrows: u64,
     /// `Frame.ncols` as stored (ignored: the `columns` vector counts).
     pub ncols_stored: u64,
+    /// Number of key columns (the first `nkeys` columns, sorted and unique).
     pub nkeys: usize,
+    /// Every column, in order.
     pub columns: Vec<ColumnInfo>,
+    /// Bytes of the file.
     pub file_size: u64,
     /// Length of the data section.
     pub data_size: u64,
+    /// Length of the FlatBuffers metadata.
     pub meta_size: u64,
     /// The file ends in the 2018 trailer `00 00 00 00 "JAY1"`.
     pub legacy_trailer: bool,

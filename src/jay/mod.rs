@@ -1,10 +1,10 @@
 //! Jay, the binary format of h2oai/datatable (`Frame.to_jay()`): one frame per file, each
 //! column one contiguous little-endian buffer (or a few), described by a FlatBuffers record at
-//! the end of the file. See `docs/jay.md` for the Arrow mapping.
+//! the end of the file.
+//!
+#![doc = include_str!("../../docs/jay.md")]
 
-#[allow(clippy::all, unsafe_op_in_unsafe_fn, mismatched_lifetime_syntaxes, dead_code, unused_imports)]
-#[rustfmt::skip]
-mod jay_generated;
+mod gen;
 pub mod mapping;
 mod meta;
 mod reader;

@@ -114,6 +114,7 @@ impl JayFile {
         self.schema.clone()
     }
 
+    /// The file's path, unless it was opened from bytes.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
@@ -242,12 +243,13 @@ impl ReaderBuilder {
 
     crate::scan::scan_setters!();
 
-    /// Reads the file into memory instead of mapping it.
+    /// Reads the file into memory instead of mapping it (default `false`: mapped).
     pub fn with_copy(mut self, copy: bool) -> Self {
         self.copy = copy;
         self
     }
 
+    /// Opens and memory-maps the Jay file at `path` and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let file = if self.copy {
             JayFile::open_copy(path)?
@@ -262,6 +264,7 @@ impl ReaderBuilder {
         self.build_from_file(Arc::new(JayFile::from_bytes(bytes)?))
     }
 
+    /// Returns a reader of a file already opened, without reading its metadata again.
     pub fn build_from_file(self, file: Arc<JayFile>) -> Result<Reader> {
         let all = file.schema();
         let columns = match &self.scan.projection {

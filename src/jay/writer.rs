@@ -227,7 +227,7 @@ impl Writer {
     /// a buffer). Nothing is written to the sink before `finish()`; if `finish()` fails, the
     /// sink may have received part of the file.
     pub fn try_new_to_sink(
-        sink: Box<dyn Write + Send>,
+        sink: impl Write + Send + 'static,
         schema: SchemaRef,
         options: WriterOptions,
     ) -> Result<Writer> {
@@ -238,7 +238,7 @@ impl Writer {
             mappings,
             warnings,
             options,
-            Output::Sink(BufWriter::with_capacity(1 << 20, sink)),
+            Output::Sink(BufWriter::with_capacity(1 << 20, Box::new(sink))),
             spill_dir,
             None,
         )

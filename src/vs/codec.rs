@@ -12,11 +12,17 @@ use rmpv::ValueRef;
 use super::mapping::{Compression, Resolution};
 use crate::error::{Error, ErrorClass, Result};
 
+/// The file's first two bytes.
 pub const SIGNATURE: &[u8; 2] = b"VS";
+/// Type byte of the meta block.
 pub const META: u8 = b'^';
+/// Type byte of a point block.
 pub const POINT: u8 = b'P';
+/// Type byte of a blank (deleted) block.
 pub const BLANK: u8 = b'0';
+/// Type byte of the terminal block that ends the file.
 pub const TERMINAL: u8 = b'$';
+/// Bytes of a block header: the type byte and a little-endian `u32` payload length.
 pub const BLOCK_HEADER: usize = 5;
 
 /// Largest decompressed STRING/JSON vector accepted by default (the field width).
@@ -48,8 +54,10 @@ pub enum EofMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnknownBlocks {
+    /// Step over it (the default).
     #[default]
     Skip,
+    /// Fail with an error naming it.
     Error,
 }
 
@@ -57,8 +65,11 @@ pub enum UnknownBlocks {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct ParseOptions {
+    /// Varint byte order (default [`VarintOrder::Leb128`]).
     pub varint: VarintOrder,
+    /// End-of-file rule (default [`EofMode::Strict`]).
     pub eof: EofMode,
+    /// Unknown block types (default [`UnknownBlocks::Skip`]).
     pub unknown_blocks: UnknownBlocks,
     /// Upper bound on a decompressed STRING/JSON vector.
     pub max_variable_vector: usize,
@@ -92,6 +103,7 @@ pub fn block_error(kind: u8, offset: u64, class: ErrorClass, message: impl AsRef
     .at_offset(offset)
 }
 
+/// A byte as a character when printable, else as `\xNN`, for messages.
 pub fn printable(byte: u8) -> String {
     if byte.is_ascii_graphic() {
         (byte as char).to_string()
@@ -156,8 +168,11 @@ pub fn prefetch(bytes: &[u8], at: usize) {
 /// One block: its type byte, the offset of that byte and its payload.
 #[derive(Debug, Clone, Copy)]
 pub struct Block<'a> {
+    /// The type byte.
     pub kind: u8,
+    /// Offset of the type byte in the file.
     pub offset: u64,
+    /// The payload, after the 5-byte header.
     pub payload: &'a [u8],
 }
 
@@ -180,6 +195,7 @@ pub struct Blocks<'a> {
 }
 
 impl<'a> Blocks<'a> {
+    /// A walk starting at byte `start` of `bytes`, under the end-of-file rule `eof`.
     pub fn new(bytes: &'a [u8], start: usize, eof: EofMode) -> Blocks<'a> {
         Blocks {
             bytes,
@@ -190,10 +206,13 @@ impl<'a> Blocks<'a> {
         }
     }
 
+    /// Offset of the next block to read.
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    /// The next block, `None` at the terminal (or, leniently, at the end of the file), or an
+    /// error for a block that runs past the end.
     pub fn next_block(&mut self) -> Result<Option<Block<'a>>> {
         if self.done {
             return Ok(None);
@@ -256,16 +275,22 @@ impl<'a> Blocks<'a> {
 
 /// A cursor over one block's payload that names the block and field in its errors.
 pub struct Fields<'a> {
+    /// Type byte of the block.
     pub kind: u8,
+    /// Offset of the block in the file.
     pub offset: u64,
+    /// The block's payload.
     pub bytes: &'a [u8],
+    /// Cursor position in the payload.
     pub pos: usize,
+    /// Varint byte order.
     pub order: VarintOrder,
 }
 
 // The hot accessors are inlined into the point parser (a million points a second); their
 // error paths are kept out of line.
 impl<'a> Fields<'a> {
+    /// A cursor at the start of `block`'s payload.
     #[inline]
     pub fn new(block: &Block<'a>, order: VarintOrder) -> Fields<'a> {
         Fields {
@@ -277,6 +302,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// Bytes of the payload not read yet.
     #[inline]
     pub fn left(&self) -> usize {
         self.bytes.len() - self.pos
@@ -287,6 +313,7 @@ impl<'a> Fields<'a> {
         self.offset + BLOCK_HEADER as u64 + self.pos as u64
     }
 
+    /// An error of `class` naming the block, `field` and the cursor's file offset.
     #[cold]
     #[inline(never)]
     pub fn error(&self, class: ErrorClass, field: &str, message: impl AsRef<str>) -> Error {
@@ -298,6 +325,7 @@ impl<'a> Fields<'a> {
         )
     }
 
+    /// The next `n` bytes, or a `bad_envelope` error naming `field` if the block is shorter.
     #[inline]
     pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.left() {
@@ -321,17 +349,20 @@ impl<'a> Fields<'a> {
         )
     }
 
+    /// The next byte.
     #[inline]
     pub fn u8(&mut self, field: &str) -> Result<u8> {
         Ok(self.take(1, field)?[0])
     }
 
+    /// The next 4 bytes as a little-endian `u32`.
     #[inline]
     pub fn u32le(&mut self, field: &str) -> Result<u32> {
         let b = self.take(4, field)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// The next varint, at most `max_bytes` long and `max_value` large.
     #[inline]
     pub fn varuint(&mut self, max_bytes: usize, max_value: u64, field: &str) -> Result<u64> {
         let start = self.pos;
@@ -359,6 +390,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// The next varint as a `u32`.
     #[inline]
     pub fn vu32(&mut self, field: &str) -> Result<u32> {
         Ok(self.varuint(5, u32::MAX as u64, field)? as u32)
@@ -461,10 +493,15 @@ pub fn parse_msgpack(bytes: &[u8]) -> std::result::Result<ValueRef<'_>, String> 
 /// The meta block (spec §4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Meta {
+    /// Offset of the meta block in the file.
     pub offset: u64,
+    /// The vectors' dimensions.
     pub dims: Vec<u64>,
+    /// The vectors' element type.
     pub resolution: Resolution,
+    /// The file's default vector compression code.
     pub pack: u8,
+    /// The `paging` byte, kept as stored.
     pub paging: u8,
     /// The raw msgpack of the attributes; `None` when absent.
     pub attributes: Option<Vec<u8>>,
@@ -473,6 +510,7 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// Number of dimensions.
     pub fn rank(&self) -> usize {
         self.dims.len()
     }
@@ -500,6 +538,7 @@ pub fn element_count(dims: &[u64]) -> std::result::Result<usize, String> {
     Ok(n as usize)
 }
 
+/// Parses and checks a meta block (spec §4).
 pub fn parse_meta(block: &Block<'_>, order: VarintOrder) -> Result<Meta> {
     let mut f = Fields::new(block, order);
     let rank = f.vu32("rank")? as usize;
@@ -543,13 +582,17 @@ pub fn parse_meta(block: &Block<'_>, order: VarintOrder) -> Result<Meta> {
 /// A point entry, its fields still as bytes (spec §6).
 #[derive(Debug, Clone, Copy)]
 pub struct Point<'a> {
+    /// Offset of the point block in the file.
     pub offset: u64,
     /// Validated msgpack; `None` when absent.
     pub app_data: Option<&'a [u8]>,
+    /// The vector's option byte: its compression in the low 3 bits.
     pub vec_option: u8,
+    /// The vector's bytes as stored (compressed or not).
     pub stored: &'a [u8],
 }
 
+/// Parses and checks a point block (spec §6), validating its app data.
 pub fn parse_point<'a>(block: &Block<'a>, order: VarintOrder) -> Result<Point<'a>> {
     parse_point_with(block, order, true)
 }
@@ -589,7 +632,7 @@ pub(crate) const SNAPPY_STREAM_ID: &[u8] =
     &[0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
 
 /// The plain vector bytes of a point: decompressed, bounded and size-checked (spec §6.1–6.2).
-/// Loops over many points keep one [`super::vector_codec::VectorDecoder`] instead.
+/// Loops over many points keep one `VectorDecoder` instead.
 pub fn plain_vector<'a>(
     point: &Point<'a>,
     meta: &Meta,
@@ -638,7 +681,7 @@ pub(crate) fn unsnap_framed(
 }
 
 /// Compresses plain vector bytes; empty vectors are always stored plain (spec §6.2). Loops
-/// over many vectors keep one [`super::vector_codec::VectorEncoder`] instead.
+/// over many vectors keep one `VectorEncoder` instead.
 pub fn compress(plain: &[u8], compression: Compression) -> Result<(u8, Cow<'_, [u8]>)> {
     let mut encoder = super::vector_codec::VectorEncoder::default();
     let (code, stored) = encoder.compress(plain, compression)?;
@@ -801,6 +844,7 @@ pub fn json_text_to_msgpack(text: &str, out: &mut Vec<u8>) -> std::result::Resul
     Ok(())
 }
 
+/// Appends `value` to `out` as msgpack (integers as the smallest msgpack integer).
 pub fn write_json_value(value: &serde_json::Value, out: &mut Vec<u8>) {
     use serde_json::Value;
     // Writing into a Vec cannot fail.

@@ -14,7 +14,9 @@ use crate::error::{Error, ErrorClass, Result};
 /// Shared (readers) or exclusive (writers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockKind {
+    /// Shared: for readers; many may hold it at once.
     Shared,
+    /// Exclusive: for writers; no other lock may be held.
     Exclusive,
 }
 
@@ -22,15 +24,19 @@ pub enum LockKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LockWait {
+    /// Wait until the lock is free (the default).
     #[default]
     Block,
+    /// Fail at once with "file is locked".
     Try,
 }
 
 /// An open file holding the header lock.
 #[derive(Debug)]
 pub struct LockedFile {
+    /// The open file; the lock lasts as long as it is open.
     pub file: File,
+    /// The lock held.
     pub kind: LockKind,
 }
 
@@ -117,7 +123,8 @@ pub fn lock(file: &File, kind: LockKind, wait: LockWait) -> Result<()> {
                 return Err(Error::new(
                     ErrorClass::Io,
                     format!("cannot lock the header bytes: {e}"),
-                ))
+                )
+                .with_source(e))
             }
         }
     }

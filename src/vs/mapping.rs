@@ -3,51 +3,82 @@
 
 use arrow_schema::DataType;
 
+/// Schema metadata: the header version.
 pub const META_VERSION: &str = "vs.version";
+/// Schema metadata: the rank, in decimal.
 pub const META_RANK: &str = "vs.rank";
+/// Schema metadata: the dimensions as compact JSON (`[2,3]`).
 pub const META_DIMENSIONS: &str = "vs.dimensions";
+/// Schema metadata: the resolution code, signed decimal.
 pub const META_RESOLUTION: &str = "vs.resolution";
+/// Schema metadata: the resolution's name (`INT16`).
 pub const META_RESOLUTION_NAME: &str = "vs.resolution_name";
+/// Schema metadata: the meta block's `pack` (default compression), decimal.
 pub const META_PACK: &str = "vs.pack";
+/// Schema metadata: the meta block's `paging`, decimal.
 pub const META_PAGING: &str = "vs.paging";
+/// Schema metadata: the attributes as compact JSON text; absent when the file has none.
 pub const META_ATTRIBUTES: &str = "vs.attributes";
+/// Schema metadata, exact mode only: the attribute bytes in base64.
 pub const META_ATTRIBUTES_MSGPACK: &str = "vs.attributes.msgpack";
+/// Schema metadata: `absent` when the file has no meta block.
 pub const META_META: &str = "vs.meta";
 /// Field metadata: the dims of a STRING/JSON vector column (no tensor tag there).
 pub const FIELD_SHAPE: &str = "vs.shape";
 /// Field metadata of the exact-mode `app_data` column.
 pub const FIELD_ENCODING: &str = "vs.encoding";
 
+/// Field metadata key of an Arrow extension type's name.
 pub const EXTENSION_NAME: &str = "ARROW:extension:name";
+/// Field metadata key of an Arrow extension type's parameters.
 pub const EXTENSION_METADATA: &str = "ARROW:extension:metadata";
+/// The extension of a numeric vector column: a fixed-shape tensor of the file's dims.
 pub const TENSOR_EXTENSION: &str = "arrow.fixed_shape_tensor";
+/// The extension of a column of JSON text (app data, JSON vectors).
 pub const JSON_EXTENSION: &str = "arrow.json";
 
+/// The column of the vectors.
 pub const VECTOR_COLUMN: &str = "vector";
+/// The column of the points' app data.
 pub const APP_DATA_COLUMN: &str = "app_data";
+/// The optional column of each point's block offset (`with_offsets`).
 pub const OFFSET_COLUMN: &str = "vs_offset";
 
 /// The element type of every vector of a file (the meta block's `resolution`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resolution {
+    /// Booleans, one byte each.
     Bool,
+    /// 8-bit unsigned integers.
     UInt8,
+    /// 8-bit signed integers.
     Int8,
+    /// 16-bit unsigned integers.
     UInt16,
+    /// 16-bit signed integers.
     Int16,
+    /// 32-bit unsigned integers.
     UInt32,
+    /// 32-bit signed integers.
     Int32,
+    /// 64-bit unsigned integers.
     UInt64,
+    /// 64-bit signed integers.
     Int64,
     /// Read only (a later upstream revision's code 10).
     Float16,
+    /// 32-bit floats.
     Float32,
+    /// 64-bit floats.
     Float64,
+    /// One UTF-8 string per vector.
     String,
+    /// One JSON value per vector.
     Json,
 }
 
 impl Resolution {
+    /// Every resolution.
     pub const ALL: [Resolution; 14] = [
         Resolution::Bool,
         Resolution::UInt8,
@@ -65,10 +96,12 @@ impl Resolution {
         Resolution::Json,
     ];
 
+    /// The resolution with this code, if the format defines it.
     pub fn from_code(code: i8) -> Option<Resolution> {
         Resolution::ALL.into_iter().find(|r| r.code() == code)
     }
 
+    /// The code stored in the meta block.
     pub fn code(self) -> i8 {
         match self {
             Resolution::Bool => 0,
@@ -88,6 +121,7 @@ impl Resolution {
         }
     }
 
+    /// The name the spec gives it (`"INT16"`, …).
     pub fn name(self) -> &'static str {
         match self {
             Resolution::Bool => "BOOL",
@@ -153,7 +187,7 @@ impl Resolution {
     }
 
     /// The resolution an Arrow element type is written as (STRING/JSON need the field's tags,
-    /// which [`super::writer`] looks at).
+    /// which the VS writer looks at).
     pub fn for_arrow(data_type: &DataType) -> Option<Resolution> {
         Some(match data_type {
             DataType::Boolean => Resolution::Bool,
@@ -177,13 +211,17 @@ impl Resolution {
 /// Vector compression (the low 3 bits of a vector's option byte, and the meta `pack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Compression {
+    /// Stored as is.
     #[default]
     None,
+    /// gzip (deflate with a gzip header).
     Gzip,
+    /// Raw Snappy.
     Snappy,
 }
 
 impl Compression {
+    /// The compression's code (the meta `pack` and option byte values).
     pub fn code(self) -> u8 {
         match self {
             Compression::None => 0,
@@ -192,6 +230,7 @@ impl Compression {
         }
     }
 
+    /// The compression with this code, if the format defines it.
     pub fn from_code(code: u8) -> Option<Compression> {
         match code {
             0 => Some(Compression::None),
@@ -201,6 +240,7 @@ impl Compression {
         }
     }
 
+    /// The compression's name (`"gzip"`, …).
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",

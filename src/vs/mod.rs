@@ -1,7 +1,9 @@
 //! VS, the vector-space data file of torao/anthidium: a header, TLV blocks (one meta block, one
 //! block per point) and a `'$'` terminal. Each point holds application data (MessagePack) and a
 //! vector of a fixed shape, read as an `arrow.fixed_shape_tensor` column. Files can be appended
-//! to crash-safely, points deleted in place, and files compacted. See `docs/vs.md`.
+//! to crash-safely, points deleted in place, and files compacted.
+//!
+#![doc = include_str!("../../docs/vs.md")]
 
 pub mod codec;
 mod gzip;

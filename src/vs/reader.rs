@@ -29,8 +29,10 @@ use super::vector_codec::VectorDecoder;
 use crate::error::{Error, ErrorClass, Result};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 
-/// Rows per batch unless the caller chooses.
-pub const DEFAULT_BATCH_SIZE: usize = 1024;
+/// Rows per batch unless the caller chooses: the one default of every reader (it was 1,024 for
+/// VS alone; a batch of 65,536 points of 1,024 `f32` each is 256 MiB, so callers with wide
+/// vectors choose a smaller one with `with_batch_size`).
+pub const DEFAULT_BATCH_SIZE: usize = crate::scan::DEFAULT_BATCH_SIZE;
 
 /// Rows per parallel task when a batch is built in parallel.
 const CHUNK_ROWS: usize = 256;
@@ -50,9 +52,13 @@ pub enum AppDataMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct VsReadOptions {
+    /// How bytes are parsed (default: the format's strict rules).
     pub parse: ParseOptions,
+    /// How the app data column is typed (default [`AppDataMode::Json`]).
     pub app_data: AppDataMode,
+    /// Whether to add the `vs_offset` column (default `false`).
     pub with_offsets: bool,
+    /// Whether to wait for a writer's lock (default [`LockWait::Block`]).
     pub lock: LockWait,
 }
 
@@ -136,10 +142,12 @@ impl VsFile {
         self.meta.as_ref()
     }
 
+    /// The file's path, unless it was opened from bytes.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
+    /// The whole file's bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
@@ -279,7 +287,8 @@ pub struct ReaderBuilder {
 }
 
 impl ReaderBuilder {
-    /// A builder with every option at its default: 1,024 rows per batch, every column, the
+    /// A builder with every option at its default: 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE)), every column, the
     /// whole file, the format's strict end of file, LEB128 varints, app_data as JSON.
     pub fn new() -> Self {
         Self::default()
@@ -287,13 +296,13 @@ impl ReaderBuilder {
 
     crate::scan::scan_setters!();
 
-    /// All VS-specific options at once.
+    /// All VS-specific options at once (default: [`VsReadOptions::default`]).
     pub fn with_options(mut self, options: VsReadOptions) -> Self {
         self.options = options;
         self
     }
 
-    /// Accept a file that ends at a block boundary without `'$'`.
+    /// Accept a file that ends at a block boundary without `'$'` (default `false`).
     pub fn with_lenient_eof(mut self, lenient: bool) -> Self {
         self.options.parse.eof = if lenient {
             codec::EofMode::Lenient
@@ -303,28 +312,32 @@ impl ReaderBuilder {
         self
     }
 
+    /// Varint byte order (default [`VarintOrder::Leb128`], the format's rule).
     pub fn with_varint_order(mut self, order: VarintOrder) -> Self {
         self.options.parse.varint = order;
         self
     }
 
+    /// What to do with unknown block types (default [`UnknownBlocks::Skip`]).
     pub fn with_unknown_blocks(mut self, unknown: UnknownBlocks) -> Self {
         self.options.parse.unknown_blocks = unknown;
         self
     }
 
+    /// How the app data column is typed (default [`AppDataMode::Json`]).
     pub fn with_app_data(mut self, mode: AppDataMode) -> Self {
         self.options.app_data = mode;
         self
     }
 
-    /// Adds the `vs_offset` column: the byte offset of each point's block.
+    /// Adds the `vs_offset` column: the byte offset of each point's block (default `false`).
     pub fn with_offsets(mut self, with_offsets: bool) -> Self {
         self.options.with_offsets = with_offsets;
         self
     }
 
-    /// Fail at once with "file is locked" instead of waiting for a writer.
+    /// Fail at once with "file is locked" instead of waiting for a writer (default `false`:
+    /// wait).
     pub fn with_try_lock(mut self, try_lock: bool) -> Self {
         self.options.lock = if try_lock {
             LockWait::Try
@@ -334,17 +347,22 @@ impl ReaderBuilder {
         self
     }
 
+    /// Opens, locks (shared) and memory-maps the VS file at `path` and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let file = VsFile::open(path, self.options)?;
-        self.build_from_file(file)
+        self.build_from_file(Arc::new(file))
     }
 
-    pub fn build_from_bytes(self, bytes: Vec<u8>) -> Result<Reader> {
-        let file = VsFile::from_bytes(bytes, self.options)?;
-        self.build_from_file(file)
+    /// Returns a reader of a file held in memory. A `Vec<u8>` is taken over without a copy.
+    pub fn build_from_bytes(self, bytes: impl Into<arrow_buffer::Buffer>) -> Result<Reader> {
+        let file = VsFile::from_bytes(crate::scan::owned_bytes(bytes), self.options)?;
+        self.build_from_file(Arc::new(file))
     }
 
-    fn build_from_file(self, file: VsFile) -> Result<Reader> {
+    /// Returns a reader of a file already opened (and locked) by [`VsFile::open`], without
+    /// reading its meta block again; several readers (of different fragments, say) can share
+    /// it. The file's parse options are the ones it was opened with.
+    pub fn build_from_file(self, file: Arc<VsFile>) -> Result<Reader> {
         let full = file.schema();
         let columns = match &self.scan.projection {
             None => None,
@@ -411,7 +429,7 @@ fn attach(e: Error, path: Option<&Path>) -> Error {
 
 /// The record batches of a VS file: one row per live point, in file order.
 pub struct Reader {
-    file: VsFile,
+    file: Arc<VsFile>,
     full: SchemaRef,
     schema: SchemaRef,
     columns: Option<Vec<usize>>,
@@ -498,6 +516,7 @@ impl Walk {
 }
 
 impl Reader {
+    /// The opened file.
     pub fn file(&self) -> &VsFile {
         &self.file
     }
@@ -1034,8 +1053,11 @@ pub fn fragments(
 /// One block as `inspect` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockInfo {
+    /// Type byte.
     pub kind: u8,
+    /// Offset of the block in the file.
     pub offset: u64,
+    /// Payload length.
     pub length: u32,
     /// Points: the vector's compression code (low 3 bits of its option byte).
     pub compression: Option<u8>,
@@ -1044,17 +1066,23 @@ pub struct BlockInfo {
 /// The block structure of a file, for `inspect`.
 #[derive(Debug, Clone, Default)]
 pub struct Description {
+    /// The meta block, if there is one.
     pub meta: Option<Meta>,
+    /// Point blocks.
     pub live_points: u64,
+    /// Blank (deleted) blocks.
     pub blank_blocks: u64,
+    /// Blocks of types the format does not define.
     pub unknown_blocks: u64,
     /// Number of live points per compression code 0–7.
     pub compression_counts: [u64; 8],
     /// The first `max_blocks` blocks in file order.
     pub blocks: Vec<BlockInfo>,
+    /// Offset of the terminal `'$'`, if the file has one.
     pub terminal: Option<u64>,
     /// Bytes after the terminal (ignored by readers).
     pub trailing_bytes: u64,
+    /// Bytes of the file.
     pub file_size: u64,
 }
 

@@ -17,7 +17,7 @@ use super::codec::{self, Blocks, EofMode, Meta, VarintOrder};
 use super::lock::{self, LockKind, LockWait};
 use super::mapping::*;
 use super::vector_codec::VectorEncoder;
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -30,8 +30,11 @@ pub struct VsWriteOptions {
     /// Vector compression; `None`: the schema's `vs.pack` when 0–2 (appender: the file's
     /// `pack`), else none.
     pub compression: Option<Compression>,
+    /// The input column that holds the vectors (default `"vector"`).
     pub vector_column: String,
+    /// The input column that holds the points' app data (default `"app_data"`).
     pub app_data_column: String,
+    /// Whether to wait for the file's lock (default [`LockWait::Block`]).
     pub lock: LockWait,
     /// Appender: a file that ends at a block boundary without `'$'` gets one first.
     pub lenient_eof: bool,
@@ -50,6 +53,7 @@ impl Default for VsWriteOptions {
 }
 
 impl VsWriteOptions {
+    /// Vector compression (default: as the schema's `vs.pack` says, or the appended file's).
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = Some(compression);
         self
@@ -656,7 +660,9 @@ fn list_to_msgpack(values: &ArrayRef) -> Result<rmpv::Value> {
 
 /// Writes record batches into a new VS file (temporary file + rename, spec §13.2).
 pub struct Writer {
-    out: Option<AtomicFile>,
+    out: Option<StreamOutput>,
+    /// The column types the writer was made for; a batch of others is refused, not decoded.
+    types: Vec<DataType>,
     plan: Plan,
     options: VsWriteOptions,
     rows: u64,
@@ -664,20 +670,48 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Starts writing a VS file at `path` for batches of `schema`. Nothing appears at `path` until
+    /// [`Writer::finish`].
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
         options: VsWriteOptions,
     ) -> Result<Writer> {
         let path = path.as_ref();
+        Writer::start(path, || StreamOutput::file(path), schema, options)
+    }
+
+    /// Like [`Writer::try_new`], but the file goes into `sink` (a pipe, a socket, a buffer) as
+    /// it is written, without the lock a file on disk is replaced under. A failed write may
+    /// leave part of the file in the sink.
+    pub fn try_new_to_sink(
+        sink: impl Write + Send + 'static,
+        schema: SchemaRef,
+        options: VsWriteOptions,
+    ) -> Result<Writer> {
+        let sink = StreamOutput::sink(sink);
+        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
+    }
+
+    fn start(
+        path: &Path,
+        output: impl FnOnce() -> Result<StreamOutput>,
+        schema: SchemaRef,
+        options: VsWriteOptions,
+    ) -> Result<Writer> {
         let plan = Plan::new(&schema, &options, None).map_err(|e| e.with_file(path))?;
-        let mut out = AtomicFile::create(path)?;
+        let mut out = output()?;
         let mut head = b"VS\0\0".to_vec();
         plan.meta_block(&mut head);
         out.write_all(&head)
             .map_err(|e| Error::from(e).with_file(path))?;
         Ok(Writer {
             out: Some(out),
+            types: schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect(),
             plan,
             options,
             rows: 0,
@@ -685,12 +719,14 @@ impl Writer {
         })
     }
 
+    /// Encodes the batch's points into blocks.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let out = self
             .out
             .as_mut()
             .ok_or_else(|| arg("the writer has failed before"))?;
-        let target = out.target().to_path_buf();
+        let target = out.name().to_path_buf();
+        crate::write::check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
         self.buf.clear();
         let result = self.plan.encode(batch, self.rows, &mut self.buf);
         if let Err(e) = result {
@@ -703,15 +739,19 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the terminal block, then moves the file into place.
     pub fn finish(mut self) -> Result<WriteSummary> {
         let mut out = self
             .out
             .take()
             .ok_or_else(|| arg("the writer has failed before"))?;
-        let target = out.target().to_path_buf();
+        let target = out.name().to_path_buf();
         out.write_all(&[codec::TERMINAL])
             .map_err(|e| Error::from(e).with_file(&target))?;
-        commit_over(out, &target, self.options.lock)?;
+        match out {
+            StreamOutput::File(file) => commit_over(file, &target, self.options.lock)?,
+            other => other.commit()?,
+        }
         Ok(WriteSummary {
             rows: self.rows,
             warnings: Vec::new(),
@@ -791,6 +831,7 @@ fn walk(bytes: &[u8], lenient: bool) -> Result<(Option<Meta>, Option<u64>, Block
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendSummary {
+    /// Points appended.
     pub rows: u64,
     /// Offset of the first new block (the old terminal).
     pub offset: u64,
@@ -949,8 +990,11 @@ fn delete_where(
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactSummary {
+    /// Bytes of the file before.
     pub bytes_before: u64,
+    /// Bytes of the file after.
     pub bytes_after: u64,
+    /// Points kept.
     pub points: u64,
 }
 

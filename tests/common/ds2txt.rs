@@ -1,6 +1,5 @@
 //! Renders DataSeries columns the way the reference `ds2txt` prints them (its default text
 //! format), so that decoded values can be compared line by line with the stored `.ds.txt` files.
-#![allow(dead_code)]
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;

@@ -253,7 +253,10 @@ impl Report<'_> {
         let mut report = Map::new();
         report.insert("file".into(), json!(self.path.display().to_string()));
         report.insert("format".into(), json!(self.format.name()));
-        report.insert("description".into(), json!(self.format.description()));
+        report.insert(
+            "description".into(),
+            json!(crate::cli_spelling(self.format.description())),
+        );
         report.insert("rows".into(), json!(self.rows));
         report.insert("columns".into(), json!(self.schema.fields().len()));
         report.insert(
@@ -289,7 +292,11 @@ impl Report<'_> {
         let mut head = Table::new(["file", &self.path.display().to_string()]);
         head.row([
             "format".to_string(),
-            format!("{} ({})", self.format.name(), self.format.description()),
+            format!(
+                "{} ({})",
+                self.format.name(),
+                crate::cli_spelling(self.format.description())
+            ),
         ]);
         head.row([
             "rows".to_string(),

@@ -4,7 +4,7 @@
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 
 use super::encode::StatsValue;
-use crate::jay::jay_generated::jay as fb;
+use crate::jay::gen::jay as fb;
 use crate::jay::mapping::{JayType, WriteMapping};
 use crate::jay::meta::BufferRange;
 
