@@ -13,6 +13,7 @@ mod head;
 mod inspect;
 mod interrupt;
 mod progress;
+mod sql;
 mod table;
 
 use std::io::Write;
@@ -62,6 +63,9 @@ enum Command {
     Fragments(FragmentsArgs),
     /// List the formats, their extensions and what this build reads and writes
     Formats,
+    /// Run SQL over files of any format in place; print the last result or write it to OUTPUT
+    #[command(after_help = sql::AFTER_HELP)]
+    Sql(sql::SqlArgs),
 }
 
 #[derive(Debug, Args)]
@@ -434,6 +438,7 @@ fn main() -> ExitCode {
         Command::Head(a) => Some(a.input.clone()),
         Command::Fragments(a) => Some(a.input.clone()),
         Command::Formats => None,
+        Command::Sql(a) => a.file.clone(),
     };
 
     // A last resort for a panic inside a library: keep its message for one `error:` line
@@ -497,5 +502,6 @@ fn run(cli: Cli) -> CliResult {
         Command::Head(args) => head::run(args),
         Command::Fragments(args) => fragments::run(args),
         Command::Formats => formats::run(),
+        Command::Sql(args) => sql::run(args),
     }
 }

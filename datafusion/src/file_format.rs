@@ -1,0 +1,244 @@
+//! [`ArrowsmithFormat`]: a DataFusion [`FileFormat`] per arrowsmith format, and
+//! [`ArrowsmithFormatFactory`], which DataFusion finds by the SQL name (`STORED AS JAY`,
+//! `DATASERIES`, `VS`, `BCOLZ`, `FILO`) or the output extension of `COPY … TO 'out.ds'`.
+//!
+//! The single-file formats (Jay, DataSeries, VS) are read through DataFusion's `ListingTable`
+//! with this format; the directory formats are read through [`crate::ArrowsmithTable`] (a
+//! listing would take a bcolz table's chunk files for tables) and written through this format's
+//! sink like the others. No format here is compressed as a whole file, so DataFusion's file
+//! compression (`.jay.gz`) is refused.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_schema::{Schema, SchemaRef};
+use arrowsmith::Format;
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::{GetExt, Statistics};
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{
+    FileScanConfig, FileScanConfigBuilder, FileSinkConfig, FileSource,
+};
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_expr::LexRequirement;
+use datafusion::physical_plan::ExecutionPlan;
+use object_store::{ObjectMeta, ObjectStore};
+
+use crate::options::{ArrowsmithOptions, Scan};
+use crate::sink::ArrowsmithSink;
+use crate::source::{core_error, fragment_groups, ArrowsmithSource};
+use crate::statistics::file_statistics;
+
+/// Makes [`ArrowsmithFormat`]s of one arrowsmith format, registered under one name.
+#[derive(Debug, Clone)]
+pub struct ArrowsmithFormatFactory {
+    format: Format,
+    /// The lower-case name DataFusion looks the factory up by: the SQL name or an extension.
+    name: String,
+}
+
+impl ArrowsmithFormatFactory {
+    /// A factory of `format` under its own name (`jay`, `dataseries`, …).
+    pub fn new(format: Format) -> Self {
+        Self::with_name(format, format.name())
+    }
+
+    /// A factory of `format` under another name, such as its extension (`ds`).
+    pub fn with_name(format: Format, name: &str) -> Self {
+        ArrowsmithFormatFactory {
+            format,
+            name: name.to_ascii_lowercase(),
+        }
+    }
+
+    /// The format this factory makes.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+}
+
+impl GetExt for ArrowsmithFormatFactory {
+    fn get_ext(&self) -> String {
+        self.name.clone()
+    }
+}
+
+impl FileFormatFactory for ArrowsmithFormatFactory {
+    fn create(
+        &self,
+        _state: &dyn Session,
+        format_options: &HashMap<String, String>,
+    ) -> Result<Arc<dyn FileFormat>> {
+        let options = ArrowsmithOptions::from_map(format_options, self.format)?;
+        Ok(Arc::new(ArrowsmithFormat::new(self.format, options)))
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(ArrowsmithFormat::new(self.format, Default::default()))
+    }
+}
+
+/// The DataFusion [`FileFormat`] of one arrowsmith format with its options.
+#[derive(Debug, Clone)]
+pub struct ArrowsmithFormat {
+    format: Format,
+    options: Arc<ArrowsmithOptions>,
+}
+
+impl ArrowsmithFormat {
+    /// `format` read and written with `options`.
+    pub fn new(format: Format, options: ArrowsmithOptions) -> Self {
+        ArrowsmithFormat {
+            format,
+            options: Arc::new(options),
+        }
+    }
+
+    /// The arrowsmith format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+}
+
+#[async_trait]
+impl FileFormat for ArrowsmithFormat {
+    fn get_ext(&self) -> String {
+        self.format
+            .extensions()
+            .first()
+            .copied()
+            .unwrap_or_else(|| self.format.name())
+            .to_owned()
+    }
+
+    fn get_ext_with_compression(&self, compression: &FileCompressionType) -> Result<String> {
+        if compression.is_compressed() {
+            return Err(DataFusionError::NotImplemented(format!(
+                "{} files are not compressed as a whole; their codecs are format options",
+                self.format
+            )));
+        }
+        Ok(self.get_ext())
+    }
+
+    /// Uncompressed rather than unknown: DataFusion then lists a directory LOCATION as
+    /// `*.ds`, the extension, not `*.dataseries`, the name `STORED AS` used.
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        Some(FileCompressionType::UNCOMPRESSED)
+    }
+
+    async fn infer_schema(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        let mut objects: Vec<ObjectMeta> = objects.to_vec();
+        // Listing order is the store's; the merged schema must not depend on it.
+        objects.sort_by(|a, b| a.location.cmp(&b.location));
+        let format = self.format;
+        let options = Arc::clone(&self.options);
+        let schemas = tokio::task::spawn_blocking(move || -> Result<Vec<Schema>> {
+            let probe = Scan {
+                limit: Some(0),
+                ..Scan::default()
+            };
+            objects
+                .iter()
+                .map(|object| {
+                    let path = listed_path(object)?;
+                    let reader = options
+                        .open(&path, format, &probe)
+                        .map_err(|e| core_error(e.with_file(&path)))?;
+                    Ok(Arc::unwrap_or_clone(reader.schema()))
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
+        Ok(Arc::new(Schema::try_merge(schemas)?))
+    }
+
+    async fn infer_stats(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        let path = listed_path(object)?;
+        let format = self.format;
+        let options = Arc::clone(&self.options);
+        tokio::task::spawn_blocking(move || file_statistics(&path, format, &options, &table_schema))
+            .await
+            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))
+    }
+
+    /// The listed files, split into the core's fragments over the session's partitions.
+    async fn create_physical_plan(
+        &self,
+        state: &dyn Session,
+        conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let files: Vec<PartitionedFile> = conf
+            .file_groups
+            .iter()
+            .flat_map(|group| group.files().iter().cloned())
+            .collect();
+        let partitions = state.config_options().execution.target_partitions;
+        let format = self.format;
+        let options = Arc::clone(&self.options);
+        let groups = tokio::task::spawn_blocking(move || {
+            fragment_groups(files, format, &options, partitions)
+        })
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
+        let conf = FileScanConfigBuilder::from(conf)
+            .with_file_groups(groups)
+            .build();
+        Ok(DataSourceExec::from_data_source(conf))
+    }
+
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        _state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let sink = ArrowsmithSink::for_copy(self.format, Arc::clone(&self.options), &conf)?;
+        Ok(Arc::new(DataSinkExec::new(
+            input,
+            Arc::new(sink),
+            order_requirements,
+        )))
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(ArrowsmithSource::new(
+            self.format,
+            Arc::clone(&self.options),
+            table_schema,
+        ))
+    }
+}
+
+/// The local path of a listed object.
+fn listed_path(object: &ObjectMeta) -> Result<std::path::PathBuf> {
+    object_store::local::LocalFileSystem::new()
+        .path_to_filesystem(&object.location)
+        .map_err(|e| DataFusionError::ObjectStore(Box::new(e)))
+}
+
+impl fmt::Display for ArrowsmithFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.format)
+    }
+}
