@@ -465,7 +465,18 @@ impl Iterator for Reader {
             return None;
         }
         let start = self.next_row;
-        let len = self.batch_size.min(self.end_row - start);
+        // Without columns that hold data (none, or only void ones) a batch costs nothing
+        // whatever its row count, and nothing in the file bounds the frame's row count: all
+        // rows go in one batch rather than in billions.
+        let dataless = self
+            .columns
+            .iter()
+            .all(|&c| self.file.info.columns[c].jay_type == JayType::Void0);
+        let len = if dataless {
+            self.end_row - start
+        } else {
+            self.batch_size.min(self.end_row - start)
+        };
         self.next_row += len;
         let batch = self.read_batch(start, len);
         self.failed = batch.is_err();

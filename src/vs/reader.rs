@@ -813,6 +813,9 @@ impl RecordBatchReader for Reader {
 
 const MAX_TEXT: usize = i32::MAX as usize;
 
+/// The most a batch reserves for its vectors before any is decoded.
+const PREALLOCATE_MAX: usize = 16 << 20;
+
 /// The arrays of one batch, filled point by point.
 struct BatchBuilder<'m> {
     meta: &'m Meta,
@@ -838,7 +841,14 @@ struct BatchBuilder<'m> {
 
 impl<'m> BatchBuilder<'m> {
     fn new(meta: &'m Meta, options: &VsReadOptions, rows: usize, app_wanted: bool) -> Self {
-        let plain = meta.resolution.plain_size(meta.n).unwrap_or(0);
+        // What the meta block claims a vector holds is only reserved up to a bound: a few
+        // bytes of meta may claim gigabytes per vector, and the buffers grow as points are
+        // actually decoded anyway.
+        let plain = meta
+            .resolution
+            .plain_size(meta.n)
+            .unwrap_or(0)
+            .min(PREALLOCATE_MAX / rows.max(1));
         BatchBuilder {
             meta,
             exact: options.app_data == AppDataMode::Msgpack,
@@ -852,7 +862,7 @@ impl<'m> BatchBuilder<'m> {
                 plain.saturating_mul(rows)
             }),
             bits: BooleanBufferBuilder::new(if meta.resolution == Resolution::Bool {
-                meta.n.saturating_mul(rows)
+                meta.n.saturating_mul(rows).min(PREALLOCATE_MAX * 8)
             } else {
                 0
             }),
