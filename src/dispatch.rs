@@ -37,9 +37,17 @@ pub fn open(
                 format.name()
             )));
         }
+        if options.scan.salvage {
+            return Err(Error::invalid_argument(
+                "salvage reads files of the legacy formats, not standard input",
+            ));
+        }
         return ecosystem::ipc::open_stdin_stream(&options.scan);
     }
     format.ensure_implemented().map_err(|e| e.with_file(path))?;
+    if options.scan.salvage {
+        check_salvage(format, options).map_err(|e| e.with_file(path))?;
+    }
     let scan = options.scan.clone();
     let formats = &options.format_options;
     match format {
@@ -91,6 +99,25 @@ pub fn open(
         }
         other => ecosystem::open(path, other, &scan),
     }
+}
+
+/// Salvage is for the formats whose files divide into parts that can be lost one by one, and
+/// what is skipped must go somewhere the caller can read it.
+fn check_salvage(format: Format, options: &ReadOptions) -> Result<()> {
+    if !format.salvages() {
+        return Err(Error::invalid_argument(format!(
+            "salvage reads the parts of a damaged jay, dataseries, filo, vs or bcolz file; \
+             {} input is read whole or not at all",
+            format.name()
+        )));
+    }
+    if options.scan.report.is_none() {
+        return Err(Error::invalid_argument(
+            "salvage is on but no report was given to record what is skipped; \
+             set ScanOptions::report (ReadOptions::with_salvage does both)",
+        ));
+    }
+    Ok(())
 }
 
 /// Creates a writer of any supported format for batches of `schema`.

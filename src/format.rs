@@ -59,6 +59,16 @@ impl Format {
         matches!(self, Format::ArrowStream | Format::Csv | Format::Ndjson)
     }
 
+    /// Whether a reader of the format can salvage a damaged input, skipping its damaged parts
+    /// (see [`crate::salvage`]): the legacy formats whose files divide into such parts. A
+    /// bare Filo vector is one part.
+    pub fn salvages(self) -> bool {
+        matches!(
+            self,
+            Format::Jay | Format::DataSeries | Format::Filo | Format::Vs | Format::Bcolz
+        )
+    }
+
     /// The name used on the command line (`--from`, `--to`).
     pub fn name(self) -> &'static str {
         match self {

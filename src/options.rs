@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::format::Format;
+use crate::salvage::SalvageReport;
 use crate::scan::ScanOptions;
 use crate::sentinel::CollisionPolicy;
 use crate::{bcolz, dataseries, filo, vs};
@@ -28,6 +29,14 @@ impl ReadOptions {
             format: Some(format),
             ..Default::default()
         }
+    }
+
+    /// Turns salvage on: damaged parts are skipped and recorded in `report`, which the caller
+    /// keeps a clone of and reads after the scan.
+    pub fn with_salvage(mut self, report: SalvageReport) -> Self {
+        self.scan.salvage = true;
+        self.scan.report = Some(report);
+        self
     }
 }
 

@@ -1,5 +1,5 @@
 //! What every reader is asked for, whatever its format: [`ScanOptions`] (batch size, projection,
-//! row limit and the fragment to read) and the [`FragmentRange`] a fragment covers in its
+//! row limit, the fragment to read and whether to salvage a damaged file) and the [`FragmentRange`] a fragment covers in its
 //! format's own unit.
 //!
 //! Format modules take these from here, never from the crate root that dispatches over them.
@@ -181,9 +181,9 @@ impl FragmentRange {
     }
 }
 
-/// What every reader is asked for: the batch size, the columns, the row limit and the
-/// fragment. Every `ReaderBuilder` takes one ([`with_scan`](crate::jay::ReaderBuilder::with_scan))
-/// and has a setter for each field.
+/// What every reader is asked for: the batch size, the columns, the row limit, the fragment
+/// and salvage. Every `ReaderBuilder` takes one
+/// ([`with_scan`](crate::jay::ReaderBuilder::with_scan)) and has a setter for each field.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanOptions {
     /// Rows per batch at most; `None` is every reader's default, [`DEFAULT_BATCH_SIZE`]. A
@@ -195,6 +195,16 @@ pub struct ScanOptions {
     pub limit: Option<usize>,
     /// Read only this part of the file; `None` reads it whole.
     pub range: Option<FragmentRange>,
+    /// Skip the damaged parts of the file (extents, chunks, point blocks, columns) instead of
+    /// failing at the first, and record each in `report` (see [`crate::salvage`]). Default:
+    /// off, so the first damage is an error. The Arrow ecosystem's formats refuse it.
+    #[serde(default)]
+    pub salvage: bool,
+    /// Where a salvaging reader records what it skipped. [`crate::open`] needs one when
+    /// `salvage` is on; a format's reader makes its own when none is given (its
+    /// `salvage_report()` returns it). Not part of a scan's serialized form.
+    #[serde(skip)]
+    pub report: Option<crate::salvage::SalvageReport>,
 }
 
 impl ScanOptions {
@@ -344,14 +354,28 @@ macro_rules! scan_setters {
             self
         }
 
-        /// Sets the batch size, projection, limit and fragment at once (default:
+        /// Skips the damaged parts of a file instead of failing, recording each in the
+        /// reader's [`SalvageReport`](crate::salvage::SalvageReport). Default: off.
+        pub fn with_salvage(mut self, salvage: bool) -> Self {
+            self.scan.salvage = salvage;
+            self
+        }
+
+        /// Where a salvaging reader records what it skipped (several readers may share one).
+        /// Default: a report of the reader's own.
+        pub fn with_salvage_report(mut self, report: $crate::salvage::SalvageReport) -> Self {
+            self.scan.report = Some(report);
+            self
+        }
+
+        /// Sets the batch size, projection, limit, fragment and salvage at once (default:
         /// [`ScanOptions::default`](crate::ScanOptions), every column of the whole file).
         pub fn with_scan(mut self, scan: $crate::scan::ScanOptions) -> Self {
             self.scan = scan;
             self
         }
 
-        /// The batch size, projection, limit and fragment this builder reads with.
+        /// The batch size, projection, limit, fragment and salvage this builder reads with.
         pub fn scan(&self) -> &$crate::scan::ScanOptions {
             &self.scan
         }

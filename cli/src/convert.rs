@@ -5,7 +5,8 @@ use std::path::Path;
 
 use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
 use arrowsmith::{
-    CollisionPolicy, Error, Format, FormatOptions, ReadOptions, ScanOptions, WriteOptions,
+    CollisionPolicy, Error, ErrorClass, Format, FormatOptions, ReadOptions, SalvageReport,
+    ScanOptions, WriteOptions,
 };
 
 use super::progress::Progress;
@@ -20,6 +21,7 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert trace.parquet trace.ds --compress lz4 --extent-size 4194304
   arrowsmith convert table.parquet table.filo --filo-chunk-size 100000
   arrowsmith convert column.bin column.arrow --from filo-vector --filo-type Long
+  arrowsmith convert damaged.ds rescued.parquet --salvage
 
   arrowsmith convert table.bcolz table.parquet
   arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
@@ -48,13 +50,13 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     }
     refuse_same_file(&args.input, &args.output)?;
 
-    let read_options = ReadOptions {
+    let mut read_options = ReadOptions {
         format: Some(from),
         scan: ScanOptions {
             batch_size: Some(args.batch_size),
             projection: projection(&args.columns),
             limit: args.limit,
-            range: None,
+            ..Default::default()
         },
         format_options: FormatOptions {
             filo_type: args.filo_type,
@@ -63,6 +65,16 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             dataseries: super::dataseries::read_options(&args.ds_read),
         },
     };
+    let report = SalvageReport::new();
+    if args.salvage {
+        if !from.salvages() {
+            return Err(Error::invalid_argument(format!(
+                "--salvage applies to jay, dataseries, filo, vs and bcolz input, not {from}"
+            ))
+            .into());
+        }
+        read_options = read_options.with_salvage(report.clone());
+    }
     let write_options = WriteOptions {
         format: Some(to),
         compression: args.compression.clone(),
@@ -128,21 +140,55 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         },
         args.limit,
     );
+    let mut rows = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
         writer
             .write(&batch)
             .map_err(|e| e.with_file(&args.output))?;
+        rows += batch.num_rows() as u64;
         progress.add(batch.num_rows());
         interrupted()?;
     }
     interrupted()?;
+    let skipped = report.take();
+    for part in &skipped {
+        print_err(&format!("warning: skipped {part}"));
+    }
+    if !skipped.is_empty() && rows == 0 {
+        // The unfinished writer is dropped, which leaves no output behind.
+        return Err(Error::new(
+            ErrorClass::BadValue,
+            format!(
+                "nothing could be salvaged: every part read was damaged ({} skipped)",
+                skipped.len()
+            ),
+        )
+        .with_file(&args.input)
+        .into());
+    }
     let summary = writer.finish().map_err(|e| e.with_file(&args.output))?;
     progress.finish();
     for warning in &summary.warnings {
         print_err(&format!(
             "warning: {}",
             crate::cli_spelling(&warning.to_string())
+        ));
+    }
+    if !skipped.is_empty() {
+        let lost: u64 = skipped.iter().filter_map(|s| s.rows).sum();
+        let unknown = skipped
+            .iter()
+            .any(|s| s.rows.is_none() && s.part != "column");
+        print_err(&format!(
+            "warning: salvaged {rows} rows; skipped {} damaged {} ({lost} rows{})",
+            skipped.len(),
+            if skipped.len() == 1 { "part" } else { "parts" },
+            if unknown {
+                " and more whose count is unknown"
+            } else {
+                ""
+            }
         ));
     }
     Ok(())

@@ -28,7 +28,7 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
         batch_size: Some(args.rows.clamp(1, DEFAULT_BATCH_SIZE)),
         projection: projection(&args.columns),
         limit: Some(args.rows),
-        range: None,
+        ..Default::default()
     };
     options.format_options.filo_type = args.filo_type;
     let reader = super::dataseries::open(&args.input, &options, &args.ds_read)?;

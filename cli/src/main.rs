@@ -97,6 +97,11 @@ struct ConvertArgs {
     /// With --fragment: about N rows per fragment [default: 1048576]
     #[arg(long, value_name = "N", value_parser = parse_positive, requires = "fragment")]
     target_rows: Option<usize>,
+    /// Read what is still whole of a damaged jay, dataseries, filo, vs or bcolz input: skip
+    /// each damaged part (extent, chunk, point block, column), name it in a `warning:` line,
+    /// and convert the rest (exit 1 only when nothing could be read)
+    #[arg(long, conflicts_with = "append")]
+    salvage: bool,
     /// Output compression: parquet none|snappy|gzip|lz4|zstd|brotli (default zstd), arrow and
     /// arrows none|lz4|zstd (default none); a level as zstd:9; dataseries
     /// none|lzo|zlib|bz2|lzf|snappy|lz4|lz4hc, several comma-separated, or best (default zlib:6)

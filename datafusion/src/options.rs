@@ -222,7 +222,7 @@ impl ArrowsmithOptions {
                 batch_size: scan.batch_size,
                 projection: scan.projection.clone().map(Projection::Indices),
                 limit: scan.limit,
-                range: None,
+                ..Default::default()
             },
             format_options: self.read.clone(),
         }

@@ -26,6 +26,7 @@ use super::background::{self, Pending};
 use super::mapping::{self, Base, DtUnit, ATTRS_KEY, KIND_KEY};
 use super::meta::{self, CarrayInfo, DatasetInfo, Kind};
 use crate::error::{Error, ErrorClass, Result};
+use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{split_rows, FragmentRange, FragmentSpan, ScanOptions, DEFAULT_BATCH_SIZE};
 use crate::sentinel::pack_bits;
 
@@ -156,6 +157,8 @@ impl ReaderBuilder {
             batch_size: self.scan.batch_size_or(DEFAULT_BATCH_SIZE),
             read_ahead: self.read_ahead,
             nat_as_null: self.nat_as_null,
+            salvage: Salvage::from_scan(&self.scan),
+            bad_rows: Vec::new(),
             failed: false,
         })
     }
@@ -227,6 +230,8 @@ enum Chunk {
     Ready(Decoded),
     /// Being decoded on the rayon pool (read-ahead).
     Decoding(Pending<Result<Decoded>>),
+    /// Unreadable (salvage only): the error, until a batch takes it.
+    Failed(Option<Error>),
 }
 
 /// The committed rows of a decoded chunk.
@@ -298,10 +303,22 @@ pub struct Reader {
     batch_size: usize,
     read_ahead: usize,
     nat_as_null: bool,
+    salvage: Salvage,
+    /// Salvage: the row ranges of the damaged chunks met so far, skipped in every column.
+    bad_rows: Vec<(usize, usize)>,
     failed: bool,
 }
 
+/// A batch that could not be built: the chunk to blame (selected column slot, chunk number)
+/// when one chunk's data is at fault, and the error.
+type BatchFailure = (Option<(usize, u64)>, Error);
+
 impl Reader {
+    /// Where this reader records the chunks it skips when salvaging.
+    pub fn salvage_report(&self) -> &SalvageReport {
+        &self.salvage.report
+    }
+
     /// The opened dataset.
     pub fn info(&self) -> &Arc<DatasetInfo> {
         &self.info
@@ -345,6 +362,17 @@ impl Reader {
         } else {
             wanted.iter().map(decode).collect()
         };
+        if self.salvage.on {
+            // Each chunk keeps its own outcome: a damaged one costs only its rows.
+            for (&(_, slot, k), result) in wanted.iter().zip(decoded) {
+                let chunk = match result {
+                    Ok((_, _, chunk)) => Chunk::Ready(chunk),
+                    Err(e) => Chunk::Failed(Some(e)),
+                };
+                self.chunks[slot].queue.push_back((k, chunk));
+            }
+            return Ok(());
+        }
         let decoded: Vec<(usize, u64, Decoded)> = decoded.into_iter().collect::<Result<_>>()?;
         for (slot, k, chunk) in decoded {
             self.chunks[slot].queue.push_back((k, Chunk::Ready(chunk)));
@@ -359,12 +387,17 @@ impl Reader {
             .iter_mut()
             .find(|(kk, _)| *kk == k)
             .expect("a batch's chunks are queued before they are used");
-        if let Chunk::Ready(chunk) = &entry.1 {
-            return Ok(chunk.clone());
+        match &mut entry.1 {
+            Chunk::Ready(chunk) => return Ok(chunk.clone()),
+            Chunk::Failed(error) => {
+                return Err(error.take().unwrap_or_else(|| {
+                    Error::new(ErrorClass::Io, format!("chunk {k} could not be read"))
+                }))
+            }
+            Chunk::Decoding(_) => {}
         }
-        let placeholder = Chunk::Ready(Decoded::Stored(Buffer::from_vec(Vec::<u8>::new())));
-        let Chunk::Decoding(job) = std::mem::replace(&mut entry.1, placeholder) else {
-            unreachable!("not ready, so decoding");
+        let Chunk::Decoding(job) = std::mem::replace(&mut entry.1, Chunk::Failed(None)) else {
+            unreachable!("neither ready nor failed, so decoding");
         };
         let chunk = job.wait().ok_or_else(|| {
             let source = &self.sources[slot];
@@ -381,8 +414,9 @@ impl Reader {
         Ok(chunk)
     }
 
-    fn read_batch(&mut self, start: usize, len: usize) -> Result<RecordBatch> {
+    fn read_batch(&mut self, start: usize, len: usize) -> Result<RecordBatch, BatchFailure> {
         let info = self.info.clone();
+        let whole = |e: Error| (None, e);
         let end = start + len;
         // Chunks wholly before this batch are done with.
         for (slot, &c) in self.columns.iter().enumerate() {
@@ -392,11 +426,12 @@ impl Reader {
                 queue.pop_front();
             }
         }
-        self.queue_chunks(end)?;
+        self.queue_chunks(end).map_err(whole)?;
         if self.read_ahead > 0 {
             // The next batches' chunks decode while this one is assembled and handed out.
             let ahead = self.read_ahead * self.batch_size.max(self.max_chunklen());
-            self.queue_chunks(end.saturating_add(ahead).min(self.end_row))?;
+            self.queue_chunks(end.saturating_add(ahead).min(self.end_row))
+                .map_err(whole)?;
         }
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for slot in 0..self.columns.len() {
@@ -409,7 +444,8 @@ impl Reader {
             for k in first..=last {
                 let lo = start.max(k * chunklen) - k * chunklen;
                 let hi = end.min((k + 1) * chunklen) - k * chunklen;
-                parts.push(match self.chunk(slot, k as u64)? {
+                let blame = |e: Error| (Some((slot, k as u64)), e);
+                parts.push(match self.chunk(slot, k as u64).map_err(blame)? {
                     Decoded::Array(array) => array.slice(lo, hi - lo),
                     Decoded::Stored(stored) => {
                         let atom = col.atomsize;
@@ -417,7 +453,7 @@ impl Reader {
                         let data_type = self.schema.field(slot).data_type();
                         let first_row = k * chunklen + lo;
                         convert(col, data_type, raw, hi - lo, first_row, self.nat_as_null)
-                            .map_err(|e| locate(e, &info, c))?
+                            .map_err(|e| blame(locate(e, &info, c)))?
                     }
                 });
             }
@@ -425,15 +461,78 @@ impl Reader {
                 parts.pop().expect("one part")
             } else {
                 let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-                arrow::compute::concat(&parts)?
+                arrow::compute::concat(&parts).map_err(|e| whole(e.into()))?
             });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(len));
-        Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            arrays,
-            &options,
-        )?)
+        RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)
+            .map_err(|e| whole(e.into()))
+    }
+
+    /// The next batch of a salvaging scan: rows of damaged chunks are left out of every
+    /// column, so the rows that remain stay aligned. A damaged chunk is found when the first
+    /// batch that needs it is built; its rows are then marked bad and the batch is built again
+    /// without them, so each attempt either succeeds or marks more rows bad.
+    fn next_salvaged(&mut self) -> Option<Result<RecordBatch>> {
+        loop {
+            loop {
+                let at = self.next_row;
+                match self.bad_rows.iter().find(|(s, e)| (*s..*e).contains(&at)) {
+                    Some(&(_, bad_end)) => self.next_row = bad_end.min(self.end_row),
+                    None => break,
+                }
+            }
+            if self.next_row >= self.end_row {
+                return None;
+            }
+            let start = self.next_row;
+            let next_bad = self
+                .bad_rows
+                .iter()
+                .map(|&(s, _)| s)
+                .filter(|&s| s > start)
+                .min()
+                .unwrap_or(usize::MAX);
+            let len = self
+                .batch_size
+                .min(self.end_row - start)
+                .min(next_bad - start);
+            match self.read_batch(start, len) {
+                Ok(batch) => {
+                    self.next_row += len;
+                    return Some(Ok(batch));
+                }
+                Err((Some((slot, k)), e)) => self.skip_chunk(slot, k, e),
+                Err((None, e)) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// Marks the rows of chunk `k` of a selected column bad in every column, and reports them.
+    fn skip_chunk(&mut self, slot: usize, k: u64, e: Error) {
+        let c = self.columns[slot];
+        let col = &self.info.columns[c];
+        let chunklen = col.chunklen as usize;
+        let lo = (k as usize).saturating_mul(chunklen);
+        let hi = lo.saturating_add(chunklen).min(self.info.nrows as usize);
+        // The rows this chunk costs that no damaged chunk before it already cost.
+        let mut lost: Vec<(usize, usize)> = vec![(lo.max(self.first_row), hi.min(self.end_row))];
+        lost.retain(|(a, b)| a < b);
+        for &(s, e) in &self.bad_rows {
+            lost = lost
+                .into_iter()
+                .flat_map(|(a, b)| [(a, b.min(s)), (a.max(e), b)])
+                .filter(|(a, b)| a < b)
+                .collect();
+        }
+        let rows: usize = lost.iter().map(|(a, b)| b - a).sum();
+        self.bad_rows.push((lo, hi));
+        self.salvage.push(
+            Skipped::new("chunk", locate(e, &self.info, c))
+                .with_index(k)
+                .with_column(col.name.clone())
+                .with_rows(rows as u64),
+        );
     }
 
     fn max_chunklen(&self) -> usize {
@@ -461,10 +560,18 @@ impl Iterator for Reader {
         if self.failed || self.next_row >= self.end_row {
             return None;
         }
+        if self.salvage.on {
+            let batch = self.next_salvaged();
+            self.failed = !matches!(batch, Some(Ok(_)));
+            if self.failed || self.next_row >= self.end_row {
+                self.chunks.iter_mut().for_each(|c| c.queue.clear());
+            }
+            return batch.map(|b| b.map_err(ArrowError::from));
+        }
         let start = self.next_row;
         let len = self.batch_size.min(self.end_row - start);
         self.next_row += len;
-        let batch = self.read_batch(start, len);
+        let batch = self.read_batch(start, len).map_err(|(_, e)| e);
         self.failed = batch.is_err();
         if self.failed || self.next_row >= self.end_row {
             self.chunks.iter_mut().for_each(|c| c.queue.clear());

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::codec::{self, Mode};
 use super::types::{ExtentType, Kind, INDEX_NAME, XMLTYPE_NAME};
 use crate::error::{Error, ErrorClass, Result};
+use crate::salvage::Skipped;
 
 /// Bytes of the file header (§2).
 pub const HEADER_LEN: usize = 40;
@@ -158,6 +159,10 @@ pub struct DsFile {
     pub has_trailer: bool,
     /// What a lenient open skipped over.
     pub warnings: Vec<String>,
+    /// The damage a lenient open met, each with the extent type it belongs to when the
+    /// damaged header still names one: a damaged index, an extent whose header is whole but
+    /// whose body runs past the end, or the rest of the file past a header that does not parse.
+    pub damaged: Vec<(Option<String>, Skipped)>,
 }
 
 /// How to open a file.
@@ -226,6 +231,7 @@ impl DsFile {
             extents: Vec::new(),
             has_trailer: false,
             warnings: Vec::new(),
+            damaged: Vec::new(),
         };
         f.order = read_header(f.bytes())?;
         let data_end = f.bytes().len();
@@ -310,21 +316,32 @@ impl DsFile {
                         f.has_trailer = true;
                     }
                     Err(e) if options.lenient => {
-                        f.warnings
-                            .push(format!("{e}; scanning the extents instead"));
-                        f.extents = lenient_scan(&f, &first);
+                        f.index_damaged(e, Some(idx_off));
+                        f.extents = lenient_scan(&mut f, &first);
                     }
                     Err(e) => return Err(e),
                 }
             }
             Err(e) if options.lenient => {
-                f.warnings
-                    .push(format!("{e}; scanning the extents instead"));
-                f.extents = lenient_scan(&f, &first);
+                f.index_damaged(e, None);
+                f.extents = lenient_scan(&mut f, &first);
             }
             Err(e) => return Err(e),
         }
         Ok(f)
+    }
+
+    /// Records a trailer or index that failed its checks; the extents are then found by a
+    /// sequential scan, so the damage costs no rows by itself.
+    fn index_damaged(&mut self, e: Error, index_offset: Option<u64>) {
+        self.warnings
+            .push(format!("{e}; scanning the extents instead"));
+        let offset = e.offset().or(index_offset);
+        let mut skipped = Skipped::new("index", e).with_rows(0);
+        if let Some(offset) = offset {
+            skipped = skipped.at_offset(offset);
+        }
+        self.damaged.push((None, skipped));
     }
 
     /// The declared extent type named `name`.
@@ -522,25 +539,71 @@ fn check_type_name(h: &ExtentHeader, types: &[Arc<ExtentType>]) -> Result<()> {
 }
 
 /// Lenient scan: every extent that parses, up to the first that does not or the trailer marker.
-fn lenient_scan(f: &DsFile, first: &ExtentHeader) -> Vec<ExtentHeader> {
-    let b = f.bytes();
+/// Where it stops short of the end, what it could not read is recorded in `f.damaged`.
+fn lenient_scan(f: &mut DsFile, first: &ExtentHeader) -> Vec<ExtentHeader> {
     let mut out = vec![first.clone()];
     let mut off = first.offset as usize + first.len;
-    loop {
-        if off + 4 <= b.len() && b[off..off + 4] == [0xff; 4] {
-            break;
-        }
-        match read_extent_header(b, f.order, off, b.len()) {
-            Ok(h) => {
-                off += h.len;
-                if check_type_name(&h, &f.types).is_ok() {
-                    out.push(h);
+    let mut damage = Vec::new();
+    {
+        let b = f.bytes();
+        loop {
+            if off >= b.len() || (off + 4 <= b.len() && b[off..off + 4] == [0xff; 4]) {
+                break;
+            }
+            match read_extent_header(b, f.order, off, b.len()) {
+                Ok(h) => {
+                    off += h.len;
+                    match check_type_name(&h, &f.types) {
+                        Ok(()) => out.push(h),
+                        // A type name that is no declared type may be a damaged one of ours.
+                        Err(e) => {
+                            damage.push((None, Skipped::new("extent", e).at_offset(h.offset)))
+                        }
+                    }
+                }
+                Err(e) => {
+                    damage.push(damaged_header(b, f.order, off, &f.types, e));
+                    break;
                 }
             }
-            Err(_) => break,
         }
     }
+    f.damaged.extend(damage);
     out
+}
+
+/// What is lost at a header that does not parse: the extent, with its type and rows, when the
+/// header is whole and only the body runs past the end of the file (a cut file); else
+/// everything from `off` on, since nothing says where the next extent starts.
+fn damaged_header(
+    b: &[u8],
+    order: ByteOrder,
+    off: usize,
+    types: &[Arc<ExtentType>],
+    e: Error,
+) -> (Option<String>, Skipped) {
+    let named = b.get(off..off + 28).and_then(|h| {
+        // Only a header whose sizes are sane is believed about its rows.
+        let sizes = [order.i32(&h[0..4]) as i64, order.i32(&h[4..8]) as i64];
+        if sizes.iter().any(|s| !(0..MAX_PART).contains(s)) || order.i32(&h[12..16]) < 4 {
+            return None;
+        }
+        let rows = order.i32(&h[8..12]);
+        let l = h[26] as usize;
+        let name = b.get(off + 28..off + 28 + l)?;
+        let name = std::str::from_utf8(name).ok()?;
+        let t = types.iter().find(|t| t.name == name)?;
+        Some((t.name.clone(), u64::try_from(rows).ok()?))
+    });
+    match named {
+        Some((name, rows)) => (
+            Some(name),
+            Skipped::new("extent", e)
+                .at_offset(off as u64)
+                .with_rows(rows),
+        ),
+        None => (None, Skipped::new("rest", e).at_offset(off as u64)),
+    }
 }
 
 /// Decodes the index extent and checks that it lists exactly `list`.

@@ -13,6 +13,7 @@ use super::file::{decode_raw, Checks, DsFile, ExtentHeader, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
 use crate::error::{Error, ErrorClass, Result};
+use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 
 /// The DataSeries settings of the format-independent
@@ -93,10 +94,15 @@ impl ReaderBuilder {
         self.with_checks(!options.no_checks)
     }
     /// Scans the extents when the trailer or index is damaged, and skips extents that fail
-    /// (default `false`: either is an error).
+    /// (default `false`: either is an error). The same as [`with_salvage`](Self::with_salvage),
+    /// which every format has.
     pub fn with_lenient(mut self, lenient: bool) -> Self {
         self.lenient = lenient;
         self
+    }
+
+    fn salvaging(&self) -> bool {
+        self.lenient || self.scan.salvage
     }
 
     /// Opens and memory-maps the file at `path` and returns a reader of one extent type.
@@ -106,7 +112,7 @@ impl ReaderBuilder {
             path,
             OpenOptions {
                 checks: self.checks,
-                lenient: self.lenient,
+                lenient: self.salvaging(),
             },
         )?;
         self.build_from_file(Arc::new(file))
@@ -118,7 +124,7 @@ impl ReaderBuilder {
             crate::scan::owned_bytes(bytes),
             OpenOptions {
                 checks: self.checks,
-                lenient: self.lenient,
+                lenient: self.salvaging(),
             },
         )?;
         self.build_from_file(Arc::new(file))
@@ -153,6 +159,23 @@ impl ReaderBuilder {
             .filter(|e| e.rows > 0 && (from..to).contains(&e.offset))
             .cloned()
             .collect();
+        let salvage = Salvage {
+            on: self.salvaging(),
+            ..Salvage::from_scan(&self.scan)
+        };
+        if salvage.on {
+            // What the open already found damaged: the index, and extents of this type (or of
+            // no type one can tell) that the scan could not read, within the fragment.
+            for (type_name, skipped) in &file.damaged {
+                let ours = type_name.as_ref().is_none_or(|n| *n == t.name);
+                let inside = skipped.offset.is_none_or(|o| (from..to).contains(&o));
+                if ours && inside {
+                    let mut skipped = skipped.clone();
+                    skipped.reason = file.err(skipped.reason);
+                    salvage.push(skipped);
+                }
+            }
+        }
         Ok(Reader {
             job: Arc::new(ExtentJob {
                 file,
@@ -164,8 +187,7 @@ impl ReaderBuilder {
             in_flight: VecDeque::new(),
             pending: VecDeque::new(),
             remaining: self.scan.limit.unwrap_or(usize::MAX),
-            lenient: self.lenient,
-            skipped: Vec::new(),
+            salvage,
             failed: false,
         })
     }
@@ -274,8 +296,7 @@ pub struct Reader {
     in_flight: VecDeque<(ExtentHeader, mpsc::Receiver<Decoded>)>,
     pending: VecDeque<RecordBatch>,
     remaining: usize,
-    lenient: bool,
-    skipped: Vec<String>,
+    salvage: Salvage,
     failed: bool,
 }
 
@@ -288,9 +309,14 @@ impl Reader {
     pub fn extent_type(&self) -> &Arc<ExtentType> {
         &self.job.decoder.t
     }
-    /// What a lenient reader skipped, one line per extent.
-    pub fn skipped(&self) -> &[String] {
-        &self.skipped
+    /// What a salvaging (lenient) reader skipped so far.
+    pub fn skipped(&self) -> Vec<Skipped> {
+        self.salvage.report.skipped()
+    }
+
+    /// Where this reader records what it skips when salvaging.
+    pub fn salvage_report(&self) -> &SalvageReport {
+        &self.salvage.report
     }
 
     fn window() -> usize {
@@ -316,9 +342,19 @@ impl Reader {
     fn take(&mut self, h: &ExtentHeader, r: Decoded) -> Result<()> {
         match r {
             Ok(batches) => self.pending.extend(batches),
-            Err(e) if self.lenient => self
-                .skipped
-                .push(format!("skipped extent at offset {}: {e}", h.offset)),
+            Err(e) if self.salvage.on => {
+                let file = &self.job.file;
+                let index = file
+                    .extents_of(&self.job.decoder.t.name)
+                    .position(|x| x.offset == h.offset);
+                let mut skipped = Skipped::new("extent", file.err(e))
+                    .at_offset(h.offset)
+                    .with_rows(h.rows as u64);
+                if let Some(i) = index {
+                    skipped = skipped.with_index(i as u64);
+                }
+                self.salvage.push(skipped);
+            }
             Err(e) => return Err(self.job.file.err(e)),
         }
         Ok(())

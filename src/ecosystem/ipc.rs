@@ -273,14 +273,19 @@ impl IpcReader {
                     bad("a record batch message without its header").at_offset(offset)
                 })?;
                 check_batch(batch, body, offset)?;
-                let decoded = read_record_batch(
-                    body,
-                    batch,
-                    self.schema.clone(),
-                    &self.dictionaries,
-                    self.projection.as_deref(),
-                    &version,
-                )
+                let decoded = quietly(|| {
+                    read_record_batch(
+                        body,
+                        batch,
+                        self.schema.clone(),
+                        &self.dictionaries,
+                        self.projection.as_deref(),
+                        &version,
+                    )
+                })
+                .map_err(|why| {
+                    bad(format!("the record batch is malformed: {why}")).at_offset(offset)
+                })?
                 .map_err(|e| Error::from(e).at_offset(offset))?;
                 Ok(Some(decoded))
             }
@@ -292,14 +297,12 @@ impl IpcReader {
                     .data()
                     .ok_or_else(|| bad("a dictionary batch without its data").at_offset(offset))?;
                 check_batch(data, body, offset)?;
-                read_dictionary(
-                    body,
-                    dictionary,
-                    &self.schema,
-                    &mut self.dictionaries,
-                    &version,
-                )
-                .map_err(|e| Error::from(e).at_offset(offset))?;
+                let dictionaries = &mut self.dictionaries;
+                quietly(|| read_dictionary(body, dictionary, &self.schema, dictionaries, &version))
+                    .map_err(|why| {
+                        bad(format!("the dictionary batch is malformed: {why}")).at_offset(offset)
+                    })?
+                    .map_err(|e| Error::from(e).at_offset(offset))?;
                 Ok(None)
             }
             MessageHeader::Schema => Err(bad("a second schema message").at_offset(offset)),
@@ -968,6 +971,15 @@ fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
 /// panic us, so the panic is caught here and becomes a data error. The panic hook stays quiet
 /// for it: the message goes into the error instead of onto stderr.
 fn schema_from_fb(fb: arrow::ipc::Schema<'_>) -> Result<arrow_schema::Schema> {
+    quietly(|| fb_to_schema(fb))
+        .map_err(|why| bad(format!("the schema message is malformed: {why}")))
+}
+
+/// Runs a conversion of arrow-ipc 59 that panics on some malformed input instead of returning
+/// an error (schema fields; record batches whose arrays do not add up), and turns the panic
+/// into its message. The panic hook stays quiet for it, so the message goes into the error
+/// instead of onto stderr.
+fn quietly<T>(convert: impl FnOnce() -> T) -> std::result::Result<T, String> {
     use std::cell::Cell;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::Once;
@@ -983,15 +995,14 @@ fn schema_from_fb(fb: arrow::ipc::Schema<'_>) -> Result<arrow_schema::Schema> {
         }));
     });
 
-    QUIET.with(|q| q.set(true));
-    let converted = catch_unwind(AssertUnwindSafe(|| fb_to_schema(fb)));
-    QUIET.with(|q| q.set(false));
+    let was_quiet = QUIET.with(|q| q.replace(true));
+    let converted = catch_unwind(AssertUnwindSafe(convert));
+    QUIET.with(|q| q.set(was_quiet));
     converted.map_err(|panic| {
-        let why = panic
+        panic
             .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("unreadable field description");
-        bad(format!("the schema message is malformed: {why}"))
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unreadable field description".to_string())
     })
 }

@@ -19,6 +19,7 @@ use super::encode::{encode, EncodeOptions, Hint};
 use super::mapping::{set_field, FiloType};
 use crate::atomic::AtomicDir;
 use crate::error::{Error, ErrorClass, Result};
+use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -297,6 +298,7 @@ impl ReaderBuilder {
             next_chunk: first as usize,
             end_chunk: last as usize,
             current: None,
+            salvage: Salvage::from_scan(&self.scan),
         })
     }
 }
@@ -314,12 +316,18 @@ pub struct Reader {
     end_chunk: usize,
     /// The chunk being handed out and how far.
     current: Option<(RecordBatch, usize)>,
+    salvage: Salvage,
 }
 
 impl Reader {
     /// What the set's `schema.json` says.
     pub fn info(&self) -> &SetInfo {
         &self.info
+    }
+
+    /// Where this reader records the chunks it skips when salvaging.
+    pub fn salvage_report(&self) -> &SalvageReport {
+        &self.salvage.report
     }
 
     fn read_chunk(&self, index: usize) -> Result<RecordBatch> {
@@ -361,9 +369,18 @@ impl Reader {
             if self.next_chunk >= self.end_chunk {
                 return Ok(None);
             }
-            let batch = self.read_chunk(self.next_chunk)?;
+            let index = self.next_chunk;
             self.next_chunk += 1;
-            self.current = Some((batch, 0));
+            match self.read_chunk(index) {
+                Ok(batch) => self.current = Some((batch, 0)),
+                // A chunk is skipped whole, in every column, so the rows stay aligned.
+                Err(e) if self.salvage.on => self.salvage.push(
+                    Skipped::new("chunk", e.with_file(&self.dir))
+                        .with_index(index as u64)
+                        .with_rows(self.info.chunks[index] as u64),
+                ),
+                Err(e) => return Err(e),
+            }
         }
     }
 }

@@ -128,8 +128,15 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Parses and verifies the whole description of a Jay file held in `bytes`.
-pub(crate) fn parse(bytes: &[u8]) -> Result<FrameInfo> {
+/// A column that a salvaging parse left out: its position in the file, its name when it has
+/// a readable one, and what is wrong with it.
+pub(crate) type DroppedColumn = (usize, Option<String>, Error);
+
+/// Parses and verifies the whole description of a Jay file held in `bytes`. When `salvage`
+/// is on, a column whose description or buffers are damaged
+/// is left out (and returned) instead of failing the file. What concerns the whole file (the
+/// envelope, the meta record, the row count) still fails it.
+pub(crate) fn parse_with(bytes: &[u8], salvage: bool) -> Result<(FrameInfo, Vec<DroppedColumn>)> {
     let size = bytes.len() as u64;
     if size < 24 {
         return Err(err(
@@ -223,11 +230,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<FrameInfo> {
     let columns = frame.columns().ok_or_else(|| {
         err(ErrorClass::MissingField, "the Frame has no columns vector").with_field("Frame.columns")
     })?;
+    let mut dropped: Vec<DroppedColumn> = Vec::new();
     for (i, col) in columns.iter().enumerate() {
         if col.name().is_none() {
-            return Err(err(ErrorClass::MissingField, "the column has no name")
+            let e = err(ErrorClass::MissingField, "the column has no name")
                 .with_column(i, None)
-                .with_field("Column.name"));
+                .with_field("Column.name");
+            if !salvage {
+                return Err(e);
+            }
+            dropped.push((i, None, e));
         }
     }
     let nkeys = frame.nkeys();
@@ -245,21 +257,35 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<FrameInfo> {
     let nrows = frame.nrows();
     let mut infos = Vec::with_capacity(columns.len());
     for (i, col) in columns.iter().enumerate() {
-        let info = ctx
-            .column(col, Rows::Frame(nrows), 0)
-            .map_err(|e| e.with_column(i, col.name()))?;
-        infos.push(info);
+        if dropped.iter().any(|d| d.0 == i) {
+            continue;
+        }
+        match ctx.column(col, Rows::Frame(nrows), 0) {
+            Ok(info) => infos.push(info),
+            Err(e) if salvage => {
+                let e = e.with_column(i, col.name());
+                dropped.push((i, col.name().map(str::to_owned), e));
+            }
+            Err(e) => return Err(e.with_column(i, col.name())),
+        }
     }
-    Ok(FrameInfo {
+    dropped.sort_by_key(|d| d.0);
+    // Keys name the leading columns; with one of them gone the frame is no longer keyed.
+    let mut nkeys = nkeys as usize;
+    if dropped.iter().any(|d| d.0 < nkeys) {
+        nkeys = 0;
+    }
+    let info = FrameInfo {
         nrows,
         ncols_stored: frame.ncols(),
-        nkeys: nkeys as usize,
+        nkeys,
         columns: infos,
         file_size: size,
         data_size,
         meta_size,
         legacy_trailer,
-    })
+    };
+    Ok((info, dropped))
 }
 
 fn show(bytes: &[u8]) -> String {

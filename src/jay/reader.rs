@@ -29,7 +29,10 @@ use rayon::prelude::*;
 use super::mapping::{JayType, NKEYS_METADATA_KEY};
 use super::meta::{self, BufferRange, ColumnInfo, FrameInfo, Layout};
 use crate::error::{Error, ErrorClass, Result};
-use crate::scan::{split_rows, FragmentRange, FragmentSpan, ScanOptions, DEFAULT_BATCH_SIZE};
+use crate::salvage::{Salvage, SalvageReport, Skipped};
+use crate::scan::{
+    split_rows, FragmentRange, FragmentSpan, Projection, ScanOptions, DEFAULT_BATCH_SIZE,
+};
 use crate::sentinel::{self, pack_bits, Sentinel};
 
 /// Rows × columns below which a batch is decoded on the calling thread.
@@ -47,37 +50,80 @@ pub struct JayFile {
     map: Option<Arc<Mmap>>,
     info: FrameInfo,
     schema: SchemaRef,
+    /// The position in the file of each column of `info` (they differ only when a salvaging
+    /// open dropped damaged columns).
+    positions: Vec<usize>,
+    /// The columns a salvaging open dropped, in file order.
+    dropped: Vec<Skipped>,
 }
 
 impl JayFile {
     /// Memory-maps a file and verifies its envelope and meta. Files that cannot be mapped
     /// (pipes, character devices) are read into memory instead.
     pub fn open(path: impl AsRef<Path>) -> Result<JayFile> {
-        let path = path.as_ref();
-        let (bytes, map) = map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
-        let mut file = Self::from_buffer(bytes, Some(path.to_path_buf()))?;
-        file.map = map;
-        Ok(file)
+        Self::open_with(path, false, false)
+    }
+
+    /// Opens a file for salvage: the columns whose description or buffers are damaged are
+    /// left out of [`info`](Self::info) and [`schema`](Self::schema) and listed by
+    /// [`dropped`](Self::dropped); damage to the whole file (envelope, meta) still fails it.
+    pub fn open_salvaging(path: impl AsRef<Path>) -> Result<JayFile> {
+        Self::open_with(path, false, true)
     }
 
     /// Reads a file into memory (no mapping): immune to the file being truncated while read.
     pub fn open_copy(path: impl AsRef<Path>) -> Result<JayFile> {
+        Self::open_with(path, true, false)
+    }
+
+    fn open_with(path: impl AsRef<Path>, copy: bool, salvage: bool) -> Result<JayFile> {
         let path = path.as_ref();
-        let bytes = read_aligned(path).map_err(|e| Error::from(e).with_file(path))?;
-        Self::from_buffer(bytes, Some(path.to_path_buf()))
+        let (bytes, map) = if copy {
+            read_aligned(path).map(|bytes| (bytes, None))
+        } else {
+            map_or_read(path)
+        }
+        .map_err(|e| Error::from(e).with_file(path))?;
+        let mut file = Self::from_buffer(bytes, Some(path.to_path_buf()), salvage)?;
+        file.map = map;
+        Ok(file)
     }
 
     /// Verifies Jay bytes held in memory.
     pub fn from_bytes(bytes: impl Into<Buffer>) -> Result<JayFile> {
+        Self::from_bytes_with(bytes, false)
+    }
+
+    /// Jay bytes held in memory, opened for salvage (see [`open_salvaging`](Self::open_salvaging)).
+    pub fn from_bytes_salvaging(bytes: impl Into<Buffer>) -> Result<JayFile> {
+        Self::from_bytes_with(bytes, true)
+    }
+
+    fn from_bytes_with(bytes: impl Into<Buffer>, salvage: bool) -> Result<JayFile> {
         let mut bytes: Buffer = bytes.into();
         if bytes.as_ptr().align_offset(8) != 0 {
             bytes = aligned_copy(&bytes);
         }
-        Self::from_buffer(bytes, None)
+        Self::from_buffer(bytes, None, salvage)
     }
 
-    fn from_buffer(bytes: Buffer, path: Option<PathBuf>) -> Result<JayFile> {
-        let info = meta::parse(&bytes).map_err(|e| attach_path(e, path.as_deref()))?;
+    fn from_buffer(bytes: Buffer, path: Option<PathBuf>, salvage: bool) -> Result<JayFile> {
+        let (info, dropped) =
+            meta::parse_with(&bytes, salvage).map_err(|e| attach_path(e, path.as_deref()))?;
+        let positions: Vec<usize> = (0..info.columns.len() + dropped.len())
+            .filter(|i| !dropped.iter().any(|d| d.0 == *i))
+            .collect();
+        let dropped = dropped
+            .into_iter()
+            .map(|(index, name, e)| {
+                let skipped = Skipped::new("column", attach_path(e, path.as_deref()))
+                    .with_index(index as u64);
+                match name {
+                    Some(name) => skipped.with_column(name),
+                    None => skipped,
+                }
+            })
+            .collect();
         let fields: Vec<Field> = info
             .columns
             .iter()
@@ -101,7 +147,14 @@ impl JayFile {
             map: None,
             info,
             schema: Arc::new(schema),
+            positions,
+            dropped,
         })
+    }
+
+    /// The columns a salvaging open left out, each with its position in the file and why.
+    pub fn dropped(&self) -> &[Skipped] {
+        &self.dropped
     }
 
     /// The verified description: row count, keys, and every column's layout and buffers.
@@ -184,7 +237,10 @@ impl JayFile {
         }
         Decoder { bytes: &self.bytes }
             .decode(column, start, len)
-            .map_err(|e| attach_path(e.with_column(index, column.name.as_deref()), self.path()))
+            .map_err(|e| {
+                let position = self.positions[index];
+                attach_path(e.with_column(position, column.name.as_deref()), self.path())
+            })
     }
 }
 
@@ -251,29 +307,32 @@ impl ReaderBuilder {
 
     /// Opens and memory-maps the Jay file at `path` and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
-        let file = if self.copy {
-            JayFile::open_copy(path)?
-        } else {
-            JayFile::open(path)?
-        };
+        let file = JayFile::open_with(path, self.copy, self.scan.salvage)?;
         self.build_from_file(Arc::new(file))
     }
 
     /// A reader of Jay bytes already in memory.
     pub fn build_from_bytes(self, bytes: impl Into<Buffer>) -> Result<Reader> {
-        self.build_from_file(Arc::new(JayFile::from_bytes(bytes)?))
+        let file = JayFile::from_bytes_with(bytes, self.scan.salvage)?;
+        self.build_from_file(Arc::new(file))
     }
 
     /// Returns a reader of a file already opened, without reading its metadata again.
     pub fn build_from_file(self, file: Arc<JayFile>) -> Result<Reader> {
         let all = file.schema();
-        let columns = match &self.scan.projection {
+        let salvage = Salvage::from_scan(&self.scan);
+        let mut columns = match &self.scan.projection {
             None => (0..all.fields().len()).collect(),
+            Some(p) if salvage.on && !file.dropped.is_empty() => {
+                select_intact(&file, p, &salvage).map_err(|e| attach_path(e, file.path()))?
+            }
             Some(p) => p
                 .resolve(all.fields().iter().map(|f| f.name().as_str()))
                 .map_err(|e| attach_path(e, file.path()))?,
         };
-        let schema = Arc::new(all.project(&columns)?);
+        if salvage.on && self.scan.projection.is_none() {
+            file.dropped.iter().for_each(|d| salvage.push(d.clone()));
+        }
         let nrows = usize::try_from(file.info.nrows).map_err(|_| {
             attach_path(
                 Error::new(
@@ -301,10 +360,18 @@ impl ReaderBuilder {
             }
             Some(other) => return Err(attach_path(other.wrong_unit("Jay", "rows"), file.path())),
         };
-        let end = self
+        let mut end = self
             .scan
             .limit
             .map_or(last, |l| first + l.min(last - first));
+        if salvage.on {
+            columns = verify_columns(&file, columns, first, end, &salvage);
+            if columns.is_empty() && !salvage.report.is_empty() {
+                // Every column asked for is damaged: there are no rows to give.
+                end = first;
+            }
+        }
+        let schema = Arc::new(all.project(&columns)?);
         Ok(Reader {
             file,
             schema,
@@ -315,8 +382,75 @@ impl ReaderBuilder {
             end_row: end,
             batch_size: self.scan.batch_size_or(DEFAULT_BATCH_SIZE),
             failed: false,
+            salvage,
         })
     }
+}
+
+/// Resolves a projection against every column of the file, the dropped ones included, and
+/// keeps the intact ones (as indices into the intact columns); a dropped column asked for is
+/// reported.
+fn select_intact(file: &JayFile, projection: &Projection, salvage: &Salvage) -> Result<Vec<usize>> {
+    let total = file.positions.len() + file.dropped.len();
+    let mut names: Vec<&str> = vec![""; total];
+    for (slot, &position) in file.positions.iter().enumerate() {
+        names[position] = file.info.columns[slot].name.as_deref().unwrap_or("");
+    }
+    for d in &file.dropped {
+        if let (Some(i), Some(name)) = (d.index, d.column.as_deref()) {
+            names[i as usize] = name;
+        }
+    }
+    let mut intact = Vec::new();
+    for position in projection.resolve(names.iter().copied())? {
+        match file.positions.iter().position(|&p| p == position) {
+            Some(slot) => intact.push(slot),
+            None => {
+                if let Some(d) = file
+                    .dropped
+                    .iter()
+                    .find(|d| d.index == Some(position as u64))
+                {
+                    salvage.push(d.clone());
+                }
+            }
+        }
+    }
+    Ok(intact)
+}
+
+/// Salvage: decodes rows `first..end` of every selected column once, before the first batch,
+/// and leaves out the columns whose data is damaged (a bad Bool8 byte, string offsets that
+/// decrease, text that is not UTF-8). A column cannot leave the schema once batches have been
+/// handed out, so this costs a second decode of the data read.
+fn verify_columns(
+    file: &JayFile,
+    columns: Vec<usize>,
+    first: usize,
+    end: usize,
+    salvage: &Salvage,
+) -> Vec<usize> {
+    const STEP: usize = 1 << 20;
+    columns
+        .into_iter()
+        .filter(|&c| {
+            let failure = (first..end)
+                .step_by(STEP)
+                .find_map(|start| file.read_column(c, start, STEP.min(end - start)).err());
+            match failure {
+                None => true,
+                Some(e) => {
+                    let mut skipped =
+                        Skipped::new("column", e).with_index(file.positions[c] as u64);
+                    if let Some(name) = &file.info.columns[c].name {
+                        skipped = skipped.with_column(name.clone());
+                    }
+                    salvage.push(skipped);
+                    false
+                }
+            }
+        })
+        .collect()
 }
 
 /// The fragments of a Jay file: row ranges of `target_rows` rows (its columns are contiguous,
@@ -341,12 +475,18 @@ pub struct Reader {
     end_row: usize,
     batch_size: usize,
     failed: bool,
+    salvage: Salvage,
 }
 
 impl Reader {
     /// The opened file (its description and structure).
     pub fn file(&self) -> &Arc<JayFile> {
         &self.file
+    }
+
+    /// Where this reader recorded the columns it dropped when salvaging.
+    pub fn salvage_report(&self) -> &SalvageReport {
+        &self.salvage.report
     }
 
     /// Rows this reader will yield in all.
@@ -379,7 +519,18 @@ impl Iterator for Reader {
             return None;
         }
         let start = self.next_row;
-        let len = self.batch_size.min(self.end_row - start);
+        // Without columns that hold data (none, or only void ones) a batch costs nothing
+        // whatever its row count, and nothing in the file bounds the frame's row count: all
+        // rows go in one batch rather than in billions.
+        let dataless = self
+            .columns
+            .iter()
+            .all(|&c| self.file.info.columns[c].jay_type == JayType::Void0);
+        let len = if dataless {
+            self.end_row - start
+        } else {
+            self.batch_size.min(self.end_row - start)
+        };
         self.next_row += len;
         // Keep the pages of the next few batches mapped in ahead of the reads, in windows
         // (a whole large file at once would hold the first batch back and flood memory).

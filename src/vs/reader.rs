@@ -27,6 +27,7 @@ use super::mapping::*;
 use super::msgpack_json::{self, JsonFailure};
 use super::vector_codec::VectorDecoder;
 use crate::error::{Error, ErrorClass, Result};
+use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 
 /// Rows per batch unless the caller chooses: the one default of every reader (it was 1,024 for
@@ -415,6 +416,7 @@ impl ReaderBuilder {
                 pending: VecDeque::new(),
                 deferred: None,
                 done,
+                salvage: Salvage::from_scan(&self.scan),
             },
         })
     }
@@ -459,6 +461,8 @@ struct Walk {
     /// An error met while walking, reported after the rows before it.
     deferred: Option<Error>,
     done: bool,
+    /// When salvaging, walk errors are recorded here instead of deferred.
+    salvage: Salvage,
 }
 
 impl Walk {
@@ -468,7 +472,13 @@ impl Walk {
             return;
         }
         let parse = file.options.parse;
-        let mut blocks = Blocks::new(&file.bytes, self.pos, parse.eof);
+        // A salvaging walk reads up to the end of a file that lost its terminal, and says so.
+        let eof = if self.salvage.on {
+            codec::EofMode::Lenient
+        } else {
+            parse.eof
+        };
+        let mut blocks = Blocks::new(&file.bytes, self.pos, eof);
         while self.pending.len() < want {
             if blocks.position() >= self.end {
                 self.done = true;
@@ -483,17 +493,27 @@ impl Walk {
                             .push_back((block.offset, start, block.payload.len()));
                     }
                     codec::META => {
-                        self.deferred = Some(codec::block_error(
+                        let e = codec::block_error(
                             block.kind,
                             block.offset,
                             ErrorClass::BadMeta,
                             "duplicate meta block",
-                        ));
+                        );
+                        if self.salvage.on {
+                            // Its length is known: the walk goes on past it.
+                            self.skip_block(file, block.offset, 0, e);
+                            continue;
+                        }
+                        self.deferred = Some(e);
                         self.done = true;
                         break;
                     }
                     kind => {
                         if let Err(e) = check_other_block(kind, &block, &parse) {
+                            if self.salvage.on {
+                                self.skip_block(file, block.offset, 0, e);
+                                continue;
+                            }
                             self.deferred = Some(e);
                             self.done = true;
                             break;
@@ -501,17 +521,56 @@ impl Walk {
                     }
                 },
                 Ok(None) => {
+                    if self.salvage.on
+                        && blocks.terminal.is_none()
+                        && parse.eof == codec::EofMode::Strict
+                    {
+                        let end = file.bytes.len() as u64;
+                        let e = Error::new(
+                            ErrorClass::BadEnvelope,
+                            "missing terminal: the file ends without '$', so it may have been \
+                             cut; any points written past its end are lost",
+                        )
+                        .at_offset(end);
+                        self.salvage
+                            .push(Skipped::new("rest", attach(e, file.path())).at_offset(end));
+                    }
                     self.done = true;
                     break;
                 }
                 Err(e) => {
-                    self.deferred = Some(e);
+                    if self.salvage.on {
+                        // Past a block whose header is broken nothing says where the next one
+                        // starts: the rest of the file is lost. A cut point block is one row.
+                        let at = e.offset().unwrap_or(blocks.position() as u64);
+                        let is_point = file.bytes.get(at as usize) == Some(&codec::POINT);
+                        let mut skipped = Skipped::new(
+                            if is_point { "block" } else { "rest" },
+                            attach(e, file.path()),
+                        )
+                        .at_offset(at);
+                        if is_point {
+                            skipped = skipped.with_rows(1);
+                        }
+                        self.salvage.push(skipped);
+                    } else {
+                        self.deferred = Some(e);
+                    }
                     self.done = true;
                     break;
                 }
             }
         }
         self.pos = blocks.position();
+    }
+
+    /// Records a block that a salvaging walk or batch skips.
+    fn skip_block(&self, file: &VsFile, offset: u64, rows: u64, e: Error) {
+        self.salvage.push(
+            Skipped::new("block", attach(e, file.path()))
+                .at_offset(offset)
+                .with_rows(rows),
+        );
     }
 }
 
@@ -521,10 +580,81 @@ impl Reader {
         &self.file
     }
 
+    /// Where this reader records the blocks it skips when salvaging.
+    pub fn salvage_report(&self) -> &SalvageReport {
+        &self.walk.salvage.report
+    }
+
+    /// A batch of a salvaging scan: built point by point, each point that does not parse or
+    /// decode skipped (one row) and recorded.
+    fn next_batch_salvaged(&mut self, want: usize) -> Result<Option<RecordBatch>> {
+        let file = &self.file;
+        let walk = &mut self.walk;
+        let Some(meta) = file.meta.as_ref() else {
+            return Ok(None);
+        };
+        let options = &file.options;
+        let bytes: &[u8] = &file.bytes;
+        let validate = options.app_data == AppDataMode::Msgpack || !self.app_wanted;
+        let mut builder = BatchBuilder::new(meta, options, want, self.app_wanted);
+        let mut used = 0;
+        while used < want {
+            if walk.pending.is_empty() {
+                walk.gather(file, want - used);
+                if walk.pending.is_empty() {
+                    break;
+                }
+            }
+            let (offset, start, len) = walk.pending[0];
+            let block = Block {
+                kind: codec::POINT,
+                offset,
+                payload: &bytes[start..start + len],
+            };
+            let pushed =
+                codec::parse_point_with(&block, options.parse.varint, validate).and_then(|point| {
+                    let plain =
+                        self.decoder
+                            .plain(&point, meta, options.parse.max_variable_vector)?;
+                    builder.push(&point, plain)
+                });
+            match pushed {
+                Ok(true) => used += 1,
+                // The batch is full of text: the point starts the next batch.
+                Ok(false) if used > 0 => break,
+                Ok(false) => walk.skip_block(
+                    file,
+                    offset,
+                    1,
+                    codec::block_error(
+                        codec::POINT,
+                        offset,
+                        ErrorClass::BufferSize,
+                        "the point's text does not fit one Arrow string array (2 GiB)",
+                    ),
+                ),
+                Err(e) => walk.skip_block(file, offset, 1, e),
+            }
+            walk.pending.pop_front();
+        }
+        if used == 0 {
+            return Ok(None);
+        }
+        self.left -= used;
+        let batch = builder.finish(self.full.clone())?;
+        Ok(Some(match &self.columns {
+            None => batch,
+            Some(c) => batch.project(c)?,
+        }))
+    }
+
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         let want = self.batch_size.min(self.left);
         if want == 0 {
             return Ok(None);
+        }
+        if self.walk.salvage.on {
+            return self.next_batch_salvaged(want);
         }
         let file = &self.file;
         let walk = &mut self.walk;
@@ -702,6 +832,9 @@ impl RecordBatchReader for Reader {
 
 const MAX_TEXT: usize = i32::MAX as usize;
 
+/// The most a batch reserves for its vectors before any is decoded.
+const PREALLOCATE_MAX: usize = 16 << 20;
+
 /// The arrays of one batch, filled point by point.
 struct BatchBuilder<'m> {
     meta: &'m Meta,
@@ -727,7 +860,14 @@ struct BatchBuilder<'m> {
 
 impl<'m> BatchBuilder<'m> {
     fn new(meta: &'m Meta, options: &VsReadOptions, rows: usize, app_wanted: bool) -> Self {
-        let plain = meta.resolution.plain_size(meta.n).unwrap_or(0);
+        // What the meta block claims a vector holds is only reserved up to a bound: a few
+        // bytes of meta may claim gigabytes per vector, and the buffers grow as points are
+        // actually decoded anyway.
+        let plain = meta
+            .resolution
+            .plain_size(meta.n)
+            .unwrap_or(0)
+            .min(PREALLOCATE_MAX / rows.max(1));
         BatchBuilder {
             meta,
             exact: options.app_data == AppDataMode::Msgpack,
@@ -741,7 +881,7 @@ impl<'m> BatchBuilder<'m> {
                 plain.saturating_mul(rows)
             }),
             bits: BooleanBufferBuilder::new(if meta.resolution == Resolution::Bool {
-                meta.n.saturating_mul(rows)
+                meta.n.saturating_mul(rows).min(PREALLOCATE_MAX * 8)
             } else {
                 0
             }),
@@ -782,11 +922,14 @@ impl<'m> BatchBuilder<'m> {
                     false
                 }
                 Ok(false) => true,
+                // The text written so far is taken back, so a salvaging reader can go on.
                 Err(JsonFailure::Invalid(m)) => {
-                    return Err(err(ErrorClass::BadValue, "app_data", m))
+                    self.app_data.truncate(app_start);
+                    return Err(err(ErrorClass::BadValue, "app_data", m));
                 }
                 Err(JsonFailure::Unrepresentable(m)) => {
-                    return Err(err(ErrorClass::UnsupportedType, "app_data", m))
+                    self.app_data.truncate(app_start);
+                    return Err(err(ErrorClass::UnsupportedType, "app_data", m));
                 }
             },
         };

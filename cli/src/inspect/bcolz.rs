@@ -19,15 +19,28 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
             summarize(c, info.nrows).map_err(|e| e.with_column(i, Some(&c.name)).with_file(path))
         })
         .collect::<arrowsmith::Result<_>>()?;
+    let unreadable: u64 = columns.iter().map(|s| s.unreadable).sum();
     Ok(Structure {
         rows: Some(info.nrows),
         json: dataset_json(&info, &columns),
-        text: dataset_text(&info, &columns),
+        text: {
+            let mut text = dataset_text(&info, &columns);
+            if unreadable > 0 {
+                text.push_str(&format!(
+                    "{} unreadable (see --verify)\n",
+                    count(unreadable, "chunk header is", "chunk headers are")
+                ));
+            }
+            text
+        },
     })
 }
 
 struct ColumnSummary {
     chunks: u64,
+    /// Chunks whose file or header is damaged: left out of the byte counts, so that the
+    /// structure of a damaged dataset still shows (`--verify` lists them).
+    unreadable: u64,
     nbytes: u64,
     cbytes: u64,
     codecs: Vec<&'static str>,
@@ -37,8 +50,12 @@ fn summarize(c: &CarrayInfo, rows: u64) -> arrowsmith::Result<ColumnSummary> {
     let chunks = c.chunks_for(rows);
     let mut cbytes = 0;
     let mut codecs = Vec::new();
+    let mut unreadable = 0;
     for k in 0..chunks {
-        let h = c.chunk_header(k)?;
+        let Ok(h) = c.chunk_header(k) else {
+            unreadable += 1;
+            continue;
+        };
         cbytes += h.cbytes as u64;
         let name = if h.memcpyed() {
             "memcpy"
@@ -51,6 +68,7 @@ fn summarize(c: &CarrayInfo, rows: u64) -> arrowsmith::Result<ColumnSummary> {
     }
     Ok(ColumnSummary {
         chunks,
+        unreadable,
         nbytes: rows * c.atomsize as u64,
         cbytes,
         codecs,
@@ -90,6 +108,7 @@ fn dataset_json(info: &DatasetInfo, columns: &[ColumnSummary]) -> Value {
                 "quantize": c.cparams.quantize,
             },
             "chunks": s.chunks,
+            "unreadable_chunks": s.unreadable,
             "chunk_codecs": s.codecs,
             "nbytes": s.nbytes,
             "cbytes": s.cbytes,

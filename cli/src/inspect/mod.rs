@@ -18,7 +18,7 @@ use std::path::Path;
 
 use arrow_schema::{Field, Schema};
 use arrowsmith::filo::FiloType;
-use arrowsmith::{Error, Format, ReadOptions};
+use arrowsmith::{Error, Format, ReadOptions, SalvageReport, Skipped};
 use serde_json::{json, Map, Value};
 
 use super::progress::Progress;
@@ -86,6 +86,7 @@ fn read_through(
     format: Format,
     ds: &super::DsReadArgs,
     filo_type: Option<FiloType>,
+    salvage: Option<&SalvageReport>,
 ) -> ReadThrough {
     let mut outcome = ReadThrough {
         rows: 0,
@@ -94,6 +95,9 @@ fn read_through(
     };
     let mut options = ReadOptions::for_format(format);
     options.format_options.filo_type = filo_type;
+    if let Some(report) = salvage {
+        options = options.with_salvage(report.clone());
+    }
     let reader = match super::dataseries::open(path, &options, ds) {
         Ok(reader) => reader,
         Err(e) => {
@@ -122,8 +126,18 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
     let path = args.input.as_path();
     let format = input_format(path, args.from)?;
     super::dataseries::check_read_args(format, &args.ds_read)?;
-    let structure = structure(path, format, &args)?;
     let mut notes = Vec::new();
+    // With --verify, damage that hides the structure (a Jay column's buffers, a DataSeries
+    // index) is listed below instead of stopping the report.
+    let lists_damage = args.verify && format.salvages();
+    let structure = match structure(path, format, &args) {
+        Ok(s) => s,
+        Err(e) if lists_damage => {
+            notes.push(format!("the structure could not be read: {e}"));
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut ds_read = args.ds_read.clone();
     if format == Format::DataSeries && ds_read.ds_type.is_none() {
         // A file of several types: describe them all, and show the first one's schema.
@@ -142,14 +156,33 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
     let mut schema_only = ReadOptions::for_format(format);
     schema_only.scan.limit = Some(0);
     schema_only.format_options.filo_type = args.filo_type;
-    let schema = super::dataseries::open(path, &schema_only, &ds_read)?.schema();
+    let schema = match super::dataseries::open(path, &schema_only, &ds_read) {
+        Ok(reader) => reader.schema(),
+        Err(e) if lists_damage => {
+            // The schema of what salvage can read, if anything can.
+            let salvaging = schema_only.clone().with_salvage(SalvageReport::new());
+            let reader = super::dataseries::open(path, &salvaging, &ds_read).map_err(|_| e)?;
+            notes.push("the schema is that of the columns salvage can read".to_string());
+            reader.schema()
+        }
+        Err(e) => return Err(e.into()),
+    };
 
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
     let read = if args.verify || rows.is_none() {
-        Some(read_through(path, format, &ds_read, args.filo_type))
+        Some(read_through(path, format, &ds_read, args.filo_type, None))
     } else {
         None
+    };
+    // A file that fails to verify is read again with salvage, to list every damaged part, not
+    // only the first.
+    let damaged = match &read {
+        Some(r) if args.verify && r.error.is_some() && format.salvages() => {
+            Some(damaged_parts(path, format, &ds_read, args.filo_type))
+        }
+        _ if args.verify => Some(Vec::new()),
+        _ => None,
     };
     let mut verify_error = None;
     let mut verify = None;
@@ -181,6 +214,7 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
                 rows: read.rows,
                 batches: read.batches,
                 error: verify_error.as_ref().map(|e| e.to_string()),
+                damaged: damaged.unwrap_or_default(),
             });
         } else {
             verify_error = None;
@@ -215,6 +249,30 @@ struct Verification {
     rows: u64,
     batches: u64,
     error: Option<String>,
+    /// Every damaged part a salvaging read skipped; a damage that stops even that read is
+    /// listed as the part `"file"`.
+    damaged: Vec<Skipped>,
+}
+
+/// The damaged parts of a file that failed to verify, as a salvaging read finds them.
+fn damaged_parts(
+    path: &Path,
+    format: Format,
+    ds: &super::DsReadArgs,
+    filo_type: Option<FiloType>,
+) -> Vec<Skipped> {
+    let report = SalvageReport::new();
+    let read = read_through(path, format, ds, filo_type, Some(&report));
+    let mut damaged = report.take();
+    if let Some(e) = read.error {
+        let offset = e.offset();
+        let mut whole = Skipped::new("file", e);
+        if let Some(offset) = offset {
+            whole = whole.at_offset(offset);
+        }
+        damaged.push(whole);
+    }
+    damaged
 }
 
 struct Report<'a> {
@@ -281,6 +339,7 @@ impl Report<'_> {
                     "rows": v.rows,
                     "batches": v.batches,
                     "error": v.error,
+                    "damaged": v.damaged.iter().map(Skipped::to_json).collect::<Vec<_>>(),
                 }),
             );
         }
@@ -356,6 +415,15 @@ impl Report<'_> {
                     "\nverify: FAILED after {} rows in {} {batches}: {e}\n",
                     v.rows, v.batches
                 )),
+            }
+            if !v.damaged.is_empty() {
+                out.push_str(&format!(
+                    "damaged: {} (convert --salvage reads the rest)\n",
+                    count(v.damaged.len() as u64, "part", "parts")
+                ));
+                for part in &v.damaged {
+                    out.push_str(&format!("  {part}\n"));
+                }
             }
         }
         out

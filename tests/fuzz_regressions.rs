@@ -1,0 +1,137 @@
+//! Inputs that the fuzz targets (fuzz/, see docs/reliability.md) found to crash, hang or
+//! over-allocate, kept so that the normal `cargo test` proves each stays fixed. Each test reads
+//! its input the way the target did.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use arrowsmith::{jay, vs};
+
+/// The system allocator, remembering the largest single allocation, so that a test can show
+/// that an input no longer makes a reader allocate what the input does not justify.
+struct LargestAllocation;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for LargestAllocation {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: LargestAllocation = LargestAllocation;
+
+fn input(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz_regressions")
+        .join(name)
+}
+
+#[test]
+fn a_jay_frame_without_columns_but_a_huge_row_count_reads_in_one_batch() {
+    // The `jay` target read this 64-byte frame (no columns, Frame.nrows in the billions) in
+    // batches of 3 rows, one empty batch after another, and timed out.
+    let bytes = std::fs::read(input("jay_no_columns_huge_nrows.jay")).unwrap();
+    let file = jay::JayFile::from_bytes(bytes.clone()).unwrap();
+    let nrows = file.info().nrows as usize;
+    assert!(nrows > 1 << 20, "{nrows}");
+    for salvage in [false, true] {
+        let reader = jay::ReaderBuilder::new()
+            .with_batch_size(3)
+            .with_salvage(salvage)
+            .build_from_bytes(bytes.clone())
+            .unwrap();
+        let batches: Vec<_> = reader.map(Result::unwrap).collect();
+        assert_eq!(batches.len(), 1);
+        assert_eq!(
+            (batches[0].num_columns(), batches[0].num_rows()),
+            (0, nrows)
+        );
+    }
+}
+
+#[test]
+fn a_jay_frame_of_void_columns_with_a_huge_row_count_reads_in_one_batch() {
+    // all_types.jay with Frame.nrows = 4 194 304 005: every column but the void one disagrees
+    // and is dropped by salvage; the void column that is left holds no data, so nothing bounds
+    // the row count, and the `jay` target timed out reading it 3 rows at a time.
+    let bytes = std::fs::read(input("jay_void_columns_huge_nrows.jay")).unwrap();
+    assert!(jay::JayFile::from_bytes(bytes.clone()).is_err());
+    let file = jay::JayFile::from_bytes_salvaging(bytes.clone()).unwrap();
+    let nrows = file.info().nrows as usize;
+    assert!(nrows > 1 << 30, "{nrows}");
+    assert!(!file.info().columns.is_empty());
+    assert!(file
+        .info()
+        .columns
+        .iter()
+        .all(|c| c.jay_type == jay::mapping::JayType::Void0));
+    let reader = jay::ReaderBuilder::new()
+        .with_batch_size(3)
+        .with_salvage(true)
+        .build_from_bytes(bytes)
+        .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].num_rows(), nrows);
+}
+
+#[test]
+fn a_vs_meta_that_claims_gigabytes_per_vector_is_not_reserved_up_front() {
+    // A 160-byte file whose meta block gives 2^28 - 1 INT16 elements per vector: each batch
+    // reserved room for its rows' vectors before decoding any, 6 GiB for the `vs` target's
+    // 3-row batches, and ran out of memory.
+    let bytes = std::fs::read(input("vs_meta_claims_gigabytes_per_vector.vs")).unwrap();
+    for salvage in [false, true] {
+        let reader = vs::ReaderBuilder::new()
+            .with_batch_size(3)
+            .with_salvage(salvage)
+            .build_from_bytes(bytes.clone())
+            .unwrap();
+        let report = reader.salvage_report().clone();
+        let outcome: Result<Vec<_>, _> = reader.collect();
+        // The one point's vector does not hold what the meta claims: an error, or with
+        // salvage a skipped point.
+        if salvage {
+            assert_eq!(outcome.unwrap().len(), 0);
+            assert_eq!(report.len(), 1);
+        } else {
+            assert!(outcome.is_err());
+        }
+    }
+    let largest = LARGEST.load(Ordering::Relaxed);
+    assert!(largest < 256 << 20, "{largest} bytes allocated at once");
+}
+
+#[test]
+fn an_arrow_ipc_record_batch_whose_list_nulls_outrun_their_buffer_is_an_error() {
+    // arrow-ipc 59 panics building this list array (a validity bitmap of 1 byte for 2^34
+    // rows) instead of returning an error; the `arrow_ipc` target found it.
+    let path = input("arrow_list_nulls_past_buffer.arrow");
+    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::ArrowStream);
+    let reader = arrowsmith::open(&path, &options).unwrap();
+    let error = reader
+        .map(|b| b.map(|_| ()))
+        .collect::<Result<Vec<()>, _>>()
+        .expect_err("a malformed batch");
+    let error = arrowsmith::Error::from(error);
+    assert!(
+        error.message().contains("record batch is malformed"),
+        "{error}"
+    );
+    assert_eq!(error.file(), Some(path.as_path()));
+    assert!(error.offset().is_some(), "{error}");
+}
