@@ -979,7 +979,7 @@ fn schema_from_fb(fb: arrow::ipc::Schema<'_>) -> Result<arrow_schema::Schema> {
 /// an error (schema fields; record batches whose arrays do not add up), and turns the panic
 /// into its message. The panic hook stays quiet for it, so the message goes into the error
 /// instead of onto stderr.
-fn quietly<T>(convert: impl FnOnce() -> T) -> std::result::Result<T, String> {
+pub(crate) fn quietly<T>(convert: impl FnOnce() -> T) -> std::result::Result<T, String> {
     use std::cell::Cell;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::Once;

@@ -35,7 +35,17 @@ pub(crate) fn open(
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let file = File::open(path).in_file(path)?;
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).in_file(path)?;
+    // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
+    // malformed ones (an integer of 16,777,216 bits).
+    let mut builder = super::ipc::quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
+        .map_err(|why| {
+            Error::new(
+                ErrorClass::BadMeta,
+                format!("the embedded Arrow schema is malformed: {why}"),
+            )
+            .with_file(path)
+        })?
+        .in_file(path)?;
     // The built reader's schema (and its batches') lose the schema-level metadata that the
     // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
     // file; put it back so a round trip through Parquet keeps it.

@@ -434,6 +434,10 @@ fn verify_columns(
     columns
         .into_iter()
         .filter(|&c| {
+            // A void column has no data to be damaged, and its row count may be anything.
+            if file.info.columns[c].jay_type == JayType::Void0 {
+                return true;
+            }
             let failure = (first..end)
                 .step_by(STEP)
                 .find_map(|start| file.read_column(c, start, STEP.min(end - start)).err());

@@ -1,0 +1,29 @@
+//! A bare Filo vector: the first byte chooses the element type, the rest is the vector; also
+//! `inspect`'s path (the vector's header and encoding).
+#![no_main]
+
+use arrowsmith::filo::{self, FiloType};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&choice, bytes)) = data.split_first() else {
+        return;
+    };
+    let types: Vec<FiloType> = FiloType::SET_TYPES
+        .into_iter()
+        .chain([FiloType::Binary])
+        .collect();
+    let t = types[choice as usize % types.len()];
+    if let Ok(array) = filo::decode(bytes, &t.arrow_type()) {
+        array
+            .to_data()
+            .validate_full()
+            .expect("a decoded vector is a valid array");
+        // Reading a prefix of the rows, as a set's chunk does, agrees with the whole.
+        let rows = array.len() / 2;
+        if let Ok(part) = filo::decode_rows(bytes, &t.arrow_type(), rows) {
+            part.to_data().validate_full().expect("valid");
+        }
+    }
+    let _ = filo::inspect(bytes);
+});
