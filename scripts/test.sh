@@ -28,9 +28,8 @@ venv_log=target/venv-setup.log
 scripts/venv.sh >"$venv_log" 2>&1 &
 venv_pid=$!
 
-step "cargo build --bin arrowsmith"
-cargo build --bin arrowsmith
-
+# `cargo test` also builds the binary the interop tests run (target/debug/arrowsmith), with the
+# test build's features: a separate `cargo build` would compile DataFusion a second time.
 step "cargo test"
 cargo test
 
