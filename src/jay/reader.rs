@@ -538,9 +538,12 @@ impl Iterator for Reader {
         self.next_row += len;
         // Keep the pages of the next few batches mapped in ahead of the reads, in windows
         // (a whole large file at once would hold the first batch back and flood memory).
-        if self.prefetched_to < self.next_row + PREFETCH_BATCHES / 2 * len {
+        // A frame of void columns comes in one batch of any length: saturate.
+        let ahead = len.saturating_mul(PREFETCH_BATCHES / 2);
+        if self.prefetched_to < self.next_row.saturating_add(ahead) {
             let from = self.prefetched_to.max(start);
-            let to = (start + PREFETCH_BATCHES * len.max(1)).min(self.end_row);
+            let window = len.max(1).saturating_mul(PREFETCH_BATCHES);
+            let to = start.saturating_add(window).min(self.end_row);
             self.file.prefetch(&self.columns, from as u64, to as u64);
             self.prefetched_to = to;
         }
