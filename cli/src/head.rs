@@ -68,7 +68,9 @@ fn shortened(batch: &RecordBatch, options: &FormatOptions) -> Result<RecordBatch
         fields.push(Field::new(field.name(), DataType::Utf8, true));
         columns.push(Arc::new(StringArray::from(cells)));
     }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+    // A frame of rows and no columns (a Jay file can be one) keeps its row count.
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)
 }
 
 /// One cell's text, shortened; `None` for a null.
