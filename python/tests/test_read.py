@@ -1,11 +1,27 @@
 """`arrowsmith.read` against the command line: every sample file of every format gives the
 same table as `arrowsmith convert FILE out.arrow` (schema, metadata and values), or, when the
-command line refuses the file, the same one-line error as an arrowsmith exception."""
+command line refuses the file, the same one-line error as an arrowsmith exception (each front end
+spelling the settings its own way: the CLI names its flags, the library its settings)."""
 import pyarrow as pa
 import pytest
 
 import arrowsmith
 from conftest import DATA, assert_same_table, cli_flags, fixtures, run_cli
+
+
+# The CLI's flags and the settings the library (and so Python) names in their place.
+FLAG_SETTINGS = [
+    ("choose one with --type", "choose one with the type option"),
+    ("name it with --from", "name it with the format option"),
+    ("give it (--filo-type)", "give it (the filo_type option)"),
+    ("--bcolz-nulls-as-nan", "the bcolz_nulls_as_nan option"),
+]
+
+
+def cli_spelling_of(line):
+    for flag, setting in FLAG_SETTINGS:
+        line = line.replace(flag, setting)
+    return line
 
 
 @pytest.mark.parametrize("path, options", fixtures())
@@ -19,7 +35,7 @@ def test_read_equals_cli(path, options, tmp_path):
     else:
         with pytest.raises(arrowsmith.ArrowsmithError) as raised:
             arrowsmith.read(path, **options)
-        assert proc.stderr.strip() == "error: " + str(raised.value)
+        assert cli_spelling_of(proc.stderr.strip()) == "error: " + str(raised.value)
         if proc.returncode == 2:
             assert isinstance(raised.value, ValueError)
 
