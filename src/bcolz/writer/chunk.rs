@@ -1,0 +1,122 @@
+//! One chunk, away from the writer: a [`ChunkJob`] holds the rows of one chunk and what it
+//! needs to know of its column ([`ChunkSpec`]); running it encodes the rows (or takes them
+//! straight from the Arrow buffer), compresses them in one c-blosc call and writes the chunk
+//! file as the column's [`ChunkFiles`] says. Jobs run on rayon threads, each reusing its own
+//! scratch buffers.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::column::{ChunkFiles, Piece};
+use super::encode::{direct_bytes, encode_piece};
+use crate::bcolz::blosc::{self, Codec, Shuffle};
+use crate::bcolz::durable;
+use crate::error::{Error, ErrorClass, Result};
+
+/// Everything needed to encode, compress and write one chunk, away from the writer.
+#[derive(Debug, Clone)]
+pub(super) struct ChunkSpec {
+    pub(super) data_dir: PathBuf,
+    pub(super) codec: Codec,
+    pub(super) clevel: u8,
+    pub(super) shuffle: Shuffle,
+    pub(super) typesize: usize,
+    pub(super) atomsize: usize,
+    /// Bytes per code unit of a string column (4 for `U`, 1 for `S`, 1 otherwise).
+    pub(super) item_unit: usize,
+    /// String width in code units.
+    pub(super) width: usize,
+    /// Bytes swapped as one unit for a big-endian column (1: little-endian, nothing to do).
+    pub(super) swap_unit: usize,
+    pub(super) files: ChunkFiles,
+}
+
+/// One chunk to encode, compress and write.
+pub(super) struct ChunkJob {
+    pub(super) column: usize,
+    pub(super) index: u64,
+    pub(super) spec: ChunkSpec,
+    pub(super) pieces: Vec<Piece>,
+}
+
+impl ChunkJob {
+    /// Encodes, compresses and writes the chunk; returns its Blosc cbytes.
+    pub(super) fn run(self) -> Result<u64> {
+        SCRATCH.with(|scratch| {
+            let mut fresh = Scratch::default();
+            let mut borrowed = scratch.try_borrow_mut();
+            let scratch = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+            let direct = direct_bytes(&self.pieces, &self.spec);
+            let src: &[u8] = match &direct {
+                Some(buffer) => buffer.as_slice(),
+                None => {
+                    scratch.encoded.clear();
+                    for piece in &self.pieces {
+                        encode_piece(piece, &self.spec, &mut scratch.encoded)?;
+                    }
+                    if self.spec.swap_unit > 1 {
+                        for group in scratch.encoded.chunks_exact_mut(self.spec.swap_unit) {
+                            group.reverse();
+                        }
+                    }
+                    &scratch.encoded
+                }
+            };
+            compress_and_write(&self.spec, self.index, src, &mut scratch.file)
+        })
+    }
+}
+
+/// Buffers a worker thread reuses from chunk to chunk (no allocation, no page faults).
+#[derive(Default)]
+struct Scratch {
+    encoded: Vec<u8>,
+    file: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Compresses `src` into a chunk file (`blpk` header + one Blosc chunk) at `data/__{k}.blp`;
+/// returns the Blosc cbytes.
+fn compress_and_write(spec: &ChunkSpec, k: u64, src: &[u8], file: &mut Vec<u8>) -> Result<u64> {
+    file.clear();
+    file.extend_from_slice(BLPK_HEADER);
+    let cbytes = blosc::compress_append(
+        src,
+        spec.typesize,
+        spec.clevel,
+        spec.shuffle,
+        spec.codec,
+        file,
+    )
+    .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
+    let path = spec.data_dir.join(format!("__{k}.blp"));
+    match &spec.files {
+        ChunkFiles::Unsynced => {
+            fs::write(&path, &file[..]).map_err(|e| Error::from(e).with_file(&path))?
+        }
+        ChunkFiles::SyncedLater(queue) => {
+            let mut f = fs::File::create(&path).map_err(|e| Error::from(e).with_file(&path))?;
+            f.write_all(file)
+                .map_err(|e| Error::from(e).with_file(&path))?;
+            durable::start_writeback(&f);
+            drop(f);
+            queue.flush_later(path);
+        }
+        ChunkFiles::Live => {
+            let temp = spec.data_dir.join(format!(".__{k}.blp.arrowsmith-tmp"));
+            let mut f = fs::File::create(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
+            f.write_all(file)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| Error::from(e).with_file(&temp))?;
+            fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))?;
+        }
+    }
+    Ok(cbytes as u64)
+}
+
+/// The bloscpack header bcolz writes before the Blosc chunk of every chunk file.
+const BLPK_HEADER: &[u8; 16] = b"blpk\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00";
