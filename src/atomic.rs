@@ -240,6 +240,42 @@ impl Write for StreamOutput {
     }
 }
 
+/// Where a single-file writer is to send its bytes, before anything is opened: a writer checks
+/// its options and schema first, naming [`Destination::name`] in its errors, and opens the
+/// output only once they pass, so a refused write never creates a temporary file.
+pub(crate) enum Destination {
+    /// A new file at the path, renamed into place at the commit.
+    File(PathBuf),
+    /// A new file at the path, or standard output when the path is `-`.
+    FileOrStdout(PathBuf),
+    /// The caller's sink, named [`SINK_NAME`] in errors.
+    Sink(StreamOutput),
+}
+
+impl Destination {
+    /// The caller's sink, buffered.
+    pub(crate) fn sink(sink: impl Write + Send + 'static) -> Destination {
+        Destination::Sink(StreamOutput::sink(sink))
+    }
+
+    /// The name errors give the output: the path as the caller gave it, or [`SINK_NAME`].
+    pub(crate) fn name(&self) -> &Path {
+        match self {
+            Destination::File(path) | Destination::FileOrStdout(path) => path,
+            Destination::Sink(_) => Path::new(SINK_NAME),
+        }
+    }
+
+    /// Opens the output: creates the temporary file, or takes standard output or the sink.
+    pub(crate) fn open(self) -> Result<StreamOutput> {
+        match self {
+            Destination::File(path) => StreamOutput::file(&path),
+            Destination::FileOrStdout(path) => StreamOutput::create(&path),
+            Destination::Sink(sink) => Ok(sink),
+        }
+    }
+}
+
 /// A directory output that appears whole or not at all: filled as a hidden temporary sibling
 /// of the target and renamed into place by [`AtomicDir::commit`]. Dropping it uncommitted
 /// removes the temporary directory.

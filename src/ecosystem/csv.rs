@@ -14,7 +14,7 @@ use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
-use crate::atomic::{StreamOutput, SINK_NAME};
+use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::format::Format;
 use crate::options::WriteOptions;
@@ -80,28 +80,14 @@ pub struct Writer {
 impl Writer {
     /// Nested columns (lists, structs, maps) have no CSV form and are refused.
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
-        Writer::start(path, || StreamOutput::create(path), schema, options)
+        Writer::start(Destination::FileOrStdout(path.into()), schema, options)
     }
 
-    /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
-    /// it is written. A failed write may leave part of the output in the sink; errors name
-    /// the file [`SINK_NAME`].
-    pub fn try_new_to_sink(
-        sink: impl std::io::Write + Send + 'static,
-        schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        let sink = StreamOutput::sink(sink);
-        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
-    }
+    super::sink_constructor!();
 
-    fn start(
-        path: &Path,
-        output: impl FnOnce() -> Result<StreamOutput>,
-        schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        super::no_compression(Format::Csv, options, path)?;
+    fn start(output: Destination, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        let path = output.name().to_path_buf();
+        super::no_compression(Format::Csv, options, &path)?;
         if let Some((i, field)) = schema
             .fields()
             .iter()
@@ -116,13 +102,12 @@ impl Writer {
                 ),
             )
             .with_column(i, Some(field.name()))
-            .with_file(path));
+            .with_file(&path));
         }
-        let file = output()?;
         Ok(Writer {
-            inner: WriterBuilder::new().with_header(true).build(file),
+            inner: WriterBuilder::new().with_header(true).build(output.open()?),
             schema,
-            path: path.to_path_buf(),
+            path,
             rows: 0,
             batches: 0,
         })

@@ -22,7 +22,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
-use crate::atomic::{StreamOutput, SINK_NAME};
+use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
 use crate::scan::{FragmentRange, ScanOptions};
@@ -648,19 +648,18 @@ impl Writer {
 
     /// An IPC file (`.arrow`, `.feather`): `options.compression` may be `lz4` or `zstd`.
     pub fn try_new_file(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
-        Writer::start_file(path, || StreamOutput::file(path), schema, options)
+        Writer::start_file(Destination::File(path.into()), schema, options)
     }
 
     /// Like [`Writer::try_new_file`], but the file goes into `sink` as it is written (the
     /// footer last). A failed write may leave part of it in the sink; errors name the file
-    /// [`SINK_NAME`].
+    /// [`SINK_NAME`](crate::atomic::SINK_NAME).
     pub fn try_new_file_to_sink(
         sink: impl std::io::Write + Send + 'static,
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        let sink = StreamOutput::sink(sink);
-        Writer::start_file(Path::new(SINK_NAME), || Ok(sink), schema, options)
+        Writer::start_file(Destination::sink(sink), schema, options)
     }
 
     /// Like [`Writer::try_new_stream`], but the stream goes into `sink` as it is written.
@@ -669,22 +668,21 @@ impl Writer {
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        let sink = StreamOutput::sink(sink);
-        Writer::start_stream(Path::new(SINK_NAME), || Ok(sink), schema, options)
+        Writer::start_stream(Destination::sink(sink), schema, options)
     }
 
     fn start_file(
-        path: &Path,
-        output: impl FnOnce() -> Result<StreamOutput>,
+        output: Destination,
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        let ipc_options = Self::options(path, options)?;
-        let inner =
-            FileWriter::try_new_with_options(output()?, &schema, ipc_options).in_file(path)?;
+        let path = output.name().to_path_buf();
+        let ipc_options = Self::options(&path, options)?;
+        let inner = FileWriter::try_new_with_options(output.open()?, &schema, ipc_options)
+            .in_file(&path)?;
         Ok(Writer {
             inner: Inner::File(inner),
-            path: path.to_path_buf(),
+            path,
             rows: 0,
         })
     }
@@ -696,21 +694,21 @@ impl Writer {
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        Writer::start_stream(path, || StreamOutput::create(path), schema, options)
+        Writer::start_stream(Destination::FileOrStdout(path.into()), schema, options)
     }
 
     fn start_stream(
-        path: &Path,
-        output: impl FnOnce() -> Result<StreamOutput>,
+        output: Destination,
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        let ipc_options = Self::options(path, options)?;
-        let inner =
-            StreamWriter::try_new_with_options(output()?, &schema, ipc_options).in_file(path)?;
+        let path = output.name().to_path_buf();
+        let ipc_options = Self::options(&path, options)?;
+        let inner = StreamWriter::try_new_with_options(output.open()?, &schema, ipc_options)
+            .in_file(&path)?;
         Ok(Writer {
             inner: Inner::Stream(inner),
-            path: path.to_path_buf(),
+            path,
             rows: 0,
         })
     }

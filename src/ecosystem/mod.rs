@@ -339,6 +339,24 @@ pub(crate) fn no_compression(format: Format, options: &WriteOptions, path: &Path
     }
 }
 
+/// `try_new_to_sink` of the CSV, NDJSON and Parquet writers, written once: each writer's
+/// `start(Destination, SchemaRef, &WriteOptions)` does the work for a path and a sink alike.
+macro_rules! sink_constructor {
+    () => {
+        /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
+        /// it is written. A failed write may leave part of the output in the sink; errors name
+        /// the file [`SINK_NAME`](crate::atomic::SINK_NAME).
+        pub fn try_new_to_sink(
+            sink: impl std::io::Write + Send + 'static,
+            schema: SchemaRef,
+            options: &WriteOptions,
+        ) -> Result<Writer> {
+            Writer::start(crate::atomic::Destination::sink(sink), schema, options)
+        }
+    };
+}
+pub(crate) use sink_constructor;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,6 +401,96 @@ mod tests {
         let err = ProjectionPlan::new(&options, &schema(), Path::new("in.csv")).unwrap_err();
         assert!(err.class().is_usage());
         assert_eq!(err.file(), Some(Path::new("in.csv")));
+    }
+
+    /// A write refused for its options names the path it was given (or the sink), and leaves no
+    /// file behind, not even a temporary one.
+    #[test]
+    fn a_refused_write_names_its_output_and_leaves_no_file() {
+        let schema = Arc::new(schema());
+        let bad = WriteOptions {
+            compression: Some("no-such-codec".into()),
+            ..Default::default()
+        };
+        type ToPath = fn(&Path, SchemaRef, &WriteOptions) -> Result<Box<dyn BatchWriter + Send>>;
+        type ToSink = fn(SchemaRef, &WriteOptions) -> Result<Box<dyn BatchWriter + Send>>;
+        let writers: [(&str, ToPath, ToSink); 5] = [
+            (
+                "t.csv",
+                |p, s, o| Ok(Box::new(csv::Writer::try_new(p, s, o)?)),
+                |s, o| {
+                    Ok(Box::new(csv::Writer::try_new_to_sink(
+                        std::io::sink(),
+                        s,
+                        o,
+                    )?))
+                },
+            ),
+            (
+                "t.ndjson",
+                |p, s, o| Ok(Box::new(ndjson::Writer::try_new(p, s, o)?)),
+                |s, o| {
+                    Ok(Box::new(ndjson::Writer::try_new_to_sink(
+                        std::io::sink(),
+                        s,
+                        o,
+                    )?))
+                },
+            ),
+            (
+                "t.parquet",
+                |p, s, o| Ok(Box::new(parquet::Writer::try_new(p, s, o)?)),
+                |s, o| {
+                    Ok(Box::new(parquet::Writer::try_new_to_sink(
+                        std::io::sink(),
+                        s,
+                        o,
+                    )?))
+                },
+            ),
+            (
+                "t.arrow",
+                |p, s, o| Ok(Box::new(ipc::Writer::try_new_file(p, s, o)?)),
+                |s, o| {
+                    Ok(Box::new(ipc::Writer::try_new_file_to_sink(
+                        std::io::sink(),
+                        s,
+                        o,
+                    )?))
+                },
+            ),
+            (
+                "t.arrows",
+                |p, s, o| Ok(Box::new(ipc::Writer::try_new_stream(p, s, o)?)),
+                |s, o| {
+                    Ok(Box::new(ipc::Writer::try_new_stream_to_sink(
+                        std::io::sink(),
+                        s,
+                        o,
+                    )?))
+                },
+            ),
+        ];
+        for (name, to_path, to_sink) in writers {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(name);
+            let Err(err) = to_path(&path, schema.clone(), &bad) else {
+                panic!("{name}: the codec was accepted");
+            };
+            assert!(err.class().is_usage(), "{name}: {err}");
+            assert_eq!(err.file(), Some(path.as_path()), "{name}");
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert!(left.is_empty(), "{name}: left {left:?}");
+
+            let Err(err) = to_sink(schema.clone(), &bad) else {
+                panic!("{name}: the codec was accepted for a sink");
+            };
+            assert_eq!(
+                err.file(),
+                Some(Path::new(crate::atomic::SINK_NAME)),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
-use crate::atomic::{StreamOutput, SINK_NAME};
+use crate::atomic::{Destination, StreamOutput};
 use crate::error::Result;
 use crate::format::Format;
 use crate::options::WriteOptions;
@@ -65,33 +65,20 @@ impl Writer {
     /// `schema` is unused.
     /// `options` must not ask for compression.
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
-        Writer::start(path, || StreamOutput::create(path), schema, options)
+        Writer::start(Destination::FileOrStdout(path.into()), schema, options)
     }
 
-    /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
-    /// it is written. A failed write may leave part of the output in the sink; errors name
-    /// the file [`SINK_NAME`].
-    pub fn try_new_to_sink(
-        sink: impl std::io::Write + Send + 'static,
-        schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        let sink = StreamOutput::sink(sink);
-        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
-    }
+    super::sink_constructor!();
 
-    fn start(
-        path: &Path,
-        output: impl FnOnce() -> Result<StreamOutput>,
-        _schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        super::no_compression(Format::Ndjson, options, path)?;
-        let file = output()?;
+    fn start(output: Destination, _schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        let path = output.name().to_path_buf();
+        super::no_compression(Format::Ndjson, options, &path)?;
         Ok(Writer {
             // Explicit nulls keep a column that is null in every row.
-            inner: WriterBuilder::new().with_explicit_nulls(true).build(file),
-            path: path.to_path_buf(),
+            inner: WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build(output.open()?),
+            path,
             rows: 0,
         })
     }

@@ -21,7 +21,7 @@ use arrow_schema::SchemaRef;
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
-use crate::atomic::{StreamOutput, SINK_NAME};
+use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
 use crate::scan::{FragmentRange, ScanOptions};
@@ -179,33 +179,19 @@ impl Writer {
     /// Zstd unless `options.compression` says otherwise; `options.row_group_size` rows per row
     /// group (1,048,576, the `parquet` crate's default, otherwise).
     pub fn try_new(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
-        Writer::start(path, || StreamOutput::file(path), schema, options)
+        Writer::start(Destination::File(path.into()), schema, options)
     }
 
-    /// Like [`Writer::try_new`], but the output goes into `sink` (a pipe, a socket, a buffer) as
-    /// it is written. A failed write may leave part of the output in the sink; errors name
-    /// the file [`SINK_NAME`].
-    pub fn try_new_to_sink(
-        sink: impl std::io::Write + Send + 'static,
-        schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        let sink = StreamOutput::sink(sink);
-        Writer::start(Path::new(SINK_NAME), || Ok(sink), schema, options)
-    }
+    super::sink_constructor!();
 
-    fn start(
-        path: &Path,
-        output: impl FnOnce() -> Result<StreamOutput>,
-        schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        let codec = compression(options.compression.as_deref()).map_err(|e| e.with_file(path))?;
+    fn start(output: Destination, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
+        let path = output.name().to_path_buf();
+        let codec = compression(options.compression.as_deref()).map_err(|e| e.with_file(&path))?;
         let row_group_rows = match options.row_group_size {
             Some(0) => {
                 return Err(
                     Error::invalid_argument("the row group size must be at least 1 row")
-                        .with_file(path),
+                        .with_file(&path),
                 )
             }
             Some(n) => n,
@@ -217,17 +203,18 @@ impl Writer {
             .build();
         // ArrowWriter sets up the Parquet schema and the embedded Arrow schema; its lower
         // layers then take the row groups we encode ourselves.
-        let (file_writer, factory) = ArrowWriter::try_new(output()?, schema.clone(), Some(props))
-            .and_then(ArrowWriter::into_serialized_writer)
-            .in_file(path)?;
+        let (file_writer, factory) =
+            ArrowWriter::try_new(output.open()?, schema.clone(), Some(props))
+                .and_then(ArrowWriter::into_serialized_writer)
+                .in_file(&path)?;
         let (jobs, queue) = std::sync::mpsc::sync_channel::<RowGroup>(0);
         let thread = std::thread::Builder::new()
             .name("arrowsmith-parquet".into())
             .spawn(move || encode_row_groups(file_writer, queue))
-            .map_err(|e| Error::from(e).with_file(path))?;
+            .map_err(|e| Error::from(e).with_file(&path))?;
         Ok(Writer {
             schema,
-            path: path.to_path_buf(),
+            path,
             row_group_rows,
             pending: Vec::new(),
             pending_rows: 0,
