@@ -18,7 +18,7 @@ use arrow::ipc::writer::{FileWriter, IpcWriteOptions, StreamWriter};
 use arrow::ipc::{CompressionType, MessageHeader};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_buffer::{Buffer, MutableBuffer};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
@@ -626,6 +626,26 @@ enum Inner {
     Stream(StreamWriter<StreamOutput>),
 }
 
+impl Inner {
+    /// An IPC file writer: the schema now, the footer at the end.
+    fn file(
+        out: StreamOutput,
+        schema: &Schema,
+        options: IpcWriteOptions,
+    ) -> std::result::Result<Inner, ArrowError> {
+        FileWriter::try_new_with_options(out, schema, options).map(Inner::File)
+    }
+
+    /// An IPC stream writer: the schema now, the end-of-stream marker at the end.
+    fn stream(
+        out: StreamOutput,
+        schema: &Schema,
+        options: IpcWriteOptions,
+    ) -> std::result::Result<Inner, ArrowError> {
+        StreamWriter::try_new_with_options(out, schema, options).map(Inner::Stream)
+    }
+}
+
 /// Writes record batches into a new Arrow IPC file or stream.
 pub struct Writer {
     inner: Inner,
@@ -648,7 +668,7 @@ impl Writer {
 
     /// An IPC file (`.arrow`, `.feather`): `options.compression` may be `lz4` or `zstd`.
     pub fn try_new_file(path: &Path, schema: SchemaRef, options: &WriteOptions) -> Result<Writer> {
-        Writer::start_file(Destination::File(path.into()), schema, options)
+        Writer::start(Destination::File(path.into()), schema, options, Inner::file)
     }
 
     /// Like [`Writer::try_new_file`], but the file goes into `sink` as it is written (the
@@ -659,7 +679,7 @@ impl Writer {
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        Writer::start_file(Destination::sink(sink), schema, options)
+        Writer::start(Destination::sink(sink), schema, options, Inner::file)
     }
 
     /// Like [`Writer::try_new_stream`], but the stream goes into `sink` as it is written.
@@ -668,23 +688,7 @@ impl Writer {
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        Writer::start_stream(Destination::sink(sink), schema, options)
-    }
-
-    fn start_file(
-        output: Destination,
-        schema: SchemaRef,
-        options: &WriteOptions,
-    ) -> Result<Writer> {
-        let path = output.name().to_path_buf();
-        let ipc_options = Self::options(&path, options)?;
-        let inner = FileWriter::try_new_with_options(output.open()?, &schema, ipc_options)
-            .in_file(&path)?;
-        Ok(Writer {
-            inner: Inner::File(inner),
-            path,
-            rows: 0,
-        })
+        Writer::start(Destination::sink(sink), schema, options, Inner::stream)
     }
 
     /// An IPC stream (`.arrows`, `-` for standard output): `options.compression` may be `lz4`
@@ -694,20 +698,26 @@ impl Writer {
         schema: SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
-        Writer::start_stream(Destination::FileOrStdout(path.into()), schema, options)
+        Writer::start(
+            Destination::FileOrStdout(path.into()),
+            schema,
+            options,
+            Inner::stream,
+        )
     }
 
-    fn start_stream(
+    /// Checks the options, then opens the output and starts the file or stream in it.
+    fn start(
         output: Destination,
         schema: SchemaRef,
         options: &WriteOptions,
+        inner: fn(StreamOutput, &Schema, IpcWriteOptions) -> std::result::Result<Inner, ArrowError>,
     ) -> Result<Writer> {
         let path = output.name().to_path_buf();
         let ipc_options = Self::options(&path, options)?;
-        let inner = StreamWriter::try_new_with_options(output.open()?, &schema, ipc_options)
-            .in_file(&path)?;
+        let inner = inner(output.open()?, &schema, ipc_options).in_file(&path)?;
         Ok(Writer {
-            inner: Inner::Stream(inner),
+            inner,
             path,
             rows: 0,
         })
