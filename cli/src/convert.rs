@@ -140,6 +140,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         },
         args.limit,
     );
+    // Decoding the next batches overlaps with writing this one.
+    let reader = arrowsmith::read_ahead(reader, arrowsmith::DEFAULT_READ_AHEAD)
+        .map_err(|e| Error::from(e).with_file(&args.input))?;
     let mut rows = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;

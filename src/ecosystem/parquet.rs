@@ -140,12 +140,14 @@ fn zstd(level: i32) -> Result<Compression> {
 
 /// Writes record batches into a new Parquet file, encoding row groups on other threads.
 ///
-/// `write` only gathers rows: a full row group goes to an encoder thread, which encodes its
-/// columns in parallel on the rayon pool (one task per Arrow column: arrow-rs's
-/// `ArrowColumnWriter`s) and appends them to the file, while the caller reads the next rows.
-/// At most two row groups are held in Arrow form (one encoding, one gathering) plus the
-/// encoded pages of the one being encoded; the bytes are those `ArrowWriter` writes, with the
-/// same statistics and embedded Arrow schema.
+/// `write` only gathers rows. A full row group is handed to the rayon pool as one task per
+/// Arrow column (arrow-rs's `ArrowColumnWriter`s), and an appender thread writes the encoded
+/// row groups to the file in order. Several row groups are encoded at once — as many as the
+/// pool has threads, at least two — so that a row group's long column (a string column, say)
+/// does not leave the other cores idle while its short ones are done, and the caller reads the
+/// next rows meanwhile. Memory is bounded by those row groups in Arrow form and their encoded
+/// pages, plus the one being gathered. The bytes are those `ArrowWriter` writes, with the same
+/// statistics and embedded Arrow schema.
 pub struct Writer {
     schema: SchemaRef,
     path: PathBuf,
@@ -154,26 +156,29 @@ pub struct Writer {
     /// Rows gathered for the next row group.
     pending: Vec<RecordBatch>,
     pending_rows: usize,
-    /// Row groups handed to the encoder so far (the next one's index).
+    /// Row groups handed to the encoders so far (the next one's index).
     row_groups: usize,
-    encoder: Option<Encoder>,
+    appender: Option<Appender>,
     /// Makes each row group's column writers.
     factory: ArrowRowGroupWriterFactory,
     rows: u64,
 }
 
-/// The encoder thread and the way to it; it owns the file until `finish` takes it back.
-struct Encoder {
-    jobs: std::sync::mpsc::SyncSender<RowGroup>,
+/// The thread that appends encoded row groups to the file, and the way to it; it owns the file
+/// until `finish` takes it back.
+struct Appender {
+    encoded: std::sync::mpsc::SyncSender<EncodingRowGroup>,
     thread: std::thread::JoinHandle<Result<SerializedFileWriter<StreamOutput>>>,
 }
 
-/// One row group's batches and the column writers made for it.
-struct RowGroup {
-    schema: SchemaRef,
-    batches: Vec<RecordBatch>,
-    writers: Vec<ArrowColumnWriter>,
+/// A row group whose columns are being encoded on the rayon pool: each column's task sends
+/// its index and its chunks (one per leaf) when done.
+struct EncodingRowGroup {
+    columns: usize,
+    done: std::sync::mpsc::Receiver<(usize, ColumnResult)>,
 }
+
+type ColumnResult = std::result::Result<Vec<ArrowColumnChunk>, ParquetError>;
 
 impl Writer {
     /// Zstd unless `options.compression` says otherwise; `options.row_group_size` rows per row
@@ -207,10 +212,12 @@ impl Writer {
             ArrowWriter::try_new(output.open()?, schema.clone(), Some(props))
                 .and_then(ArrowWriter::into_serialized_writer)
                 .in_file(&path)?;
-        let (jobs, queue) = std::sync::mpsc::sync_channel::<RowGroup>(0);
+        // The appender waits on one row group while the channel holds the others in flight.
+        let in_flight = rayon::current_num_threads().max(2);
+        let (encoded, queue) = std::sync::mpsc::sync_channel(in_flight - 1);
         let thread = std::thread::Builder::new()
             .name("arrowsmith-parquet".into())
-            .spawn(move || encode_row_groups(file_writer, queue))
+            .spawn(move || append_row_groups(file_writer, queue))
             .map_err(|e| Error::from(e).with_file(&path))?;
         Ok(Writer {
             schema,
@@ -219,7 +226,7 @@ impl Writer {
             pending: Vec::new(),
             pending_rows: 0,
             row_groups: 0,
-            encoder: Some(Encoder { jobs, thread }),
+            appender: Some(Appender { encoded, thread }),
             factory,
             rows: 0,
         })
@@ -227,29 +234,23 @@ impl Writer {
 }
 
 impl Writer {
-    /// Hands the gathered rows to the encoder as one row group.
+    /// Starts encoding the gathered rows as one row group and hands it to the appender; blocks
+    /// while as many row groups as allowed are in flight.
     fn send_row_group(&mut self) -> Result<()> {
-        let batches = std::mem::take(&mut self.pending);
+        let batches = Arc::new(std::mem::take(&mut self.pending));
         self.pending_rows = 0;
         let writers = self
             .factory
             .create_column_writers(self.row_groups)
             .in_file(&self.path)?;
         self.row_groups += 1;
-        let sent = match &self.encoder {
-            Some(encoder) => {
-                let schema = self.schema.clone();
-                let job = RowGroup {
-                    schema,
-                    batches,
-                    writers,
-                };
-                encoder.jobs.send(job).is_ok()
-            }
+        let row_group = encode_row_group(&self.schema, batches, writers).in_file(&self.path)?;
+        let sent = match &self.appender {
+            Some(appender) => appender.encoded.send(row_group).is_ok(),
             None => false,
         };
         if !sent {
-            // The encoder stopped on an error: it is the one to report.
+            // The appender stopped on an error: it is the one to report.
             return Err(self.join().err().unwrap_or_else(|| {
                 Error::new(ErrorClass::Io, "the Parquet encoder stopped").with_file(&self.path)
             }));
@@ -257,15 +258,15 @@ impl Writer {
         Ok(())
     }
 
-    /// Waits for the encoder to write everything it was given and takes the file back.
+    /// Waits for the appender to write everything it was given and takes the file back.
     fn join(&mut self) -> Result<SerializedFileWriter<StreamOutput>> {
-        let Some(Encoder { jobs, thread }) = self.encoder.take() else {
+        let Some(Appender { encoded, thread }) = self.appender.take() else {
             return Err(
                 Error::new(ErrorClass::Io, "the Parquet writer already failed")
                     .with_file(&self.path),
             );
         };
-        drop(jobs);
+        drop(encoded);
         match thread.join() {
             Ok(result) => result.map_err(|e| e.with_file(&self.path)),
             Err(panic) => std::panic::resume_unwind(panic),
@@ -274,59 +275,111 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// An unfinished writer waits for its encoder, so that the temporary file is gone when the
-    /// writer is (the all-or-nothing promise holds at once, not some time later).
+    /// An unfinished writer waits for its appender (and so for the encoders it waits on), so
+    /// that the temporary file is gone when the writer is (the all-or-nothing promise holds at
+    /// once, not some time later).
     fn drop(&mut self) {
-        if let Some(Encoder { jobs, thread }) = self.encoder.take() {
-            drop(jobs);
+        if let Some(Appender { encoded, thread }) = self.appender.take() {
+            drop(encoded);
             let _ = thread.join();
         }
     }
 }
 
-/// The encoder thread: encodes each row group's columns in parallel, then appends them to the
-/// file in order, until the writer hangs up.
-fn encode_row_groups(
-    mut file: SerializedFileWriter<StreamOutput>,
-    queue: std::sync::mpsc::Receiver<RowGroup>,
-) -> Result<SerializedFileWriter<StreamOutput>> {
-    use rayon::prelude::*;
-    for RowGroup {
-        schema,
-        batches,
-        writers,
-    } in queue
-    {
-        let Some(first) = batches.first() else {
-            continue;
+/// Starts encoding a row group: one rayon task per field of the schema.
+fn encode_row_group(
+    schema: &SchemaRef,
+    batches: Arc<Vec<RecordBatch>>,
+    writers: Vec<ArrowColumnWriter>,
+) -> std::result::Result<EncodingRowGroup, ParquetError> {
+    let (done, results) = std::sync::mpsc::channel();
+    let Some(first) = batches.first() else {
+        return Ok(EncodingRowGroup {
+            columns: 0,
+            done: results,
+        });
+    };
+    // Writers come one per leaf column, the leaves of each field in order: hand each field its
+    // own writers.
+    let mut writers = writers.into_iter();
+    let mut per_field = Vec::with_capacity(schema.fields().len());
+    for (i, field) in schema.fields().iter().enumerate() {
+        let leaves = ::parquet::arrow::arrow_writer::compute_leaves(field, first.column(i))?;
+        per_field.push(writers.by_ref().take(leaves.len()).collect::<Vec<_>>());
+    }
+    let columns = per_field.len();
+    // On a thread of the pool itself, blocking on the appender could leave no thread to run the
+    // tasks it waits for: encode right here instead.
+    let inline = rayon::current_thread_index().is_some();
+    for (i, writers) in per_field.into_iter().enumerate() {
+        let (schema, batches, done) = (schema.clone(), batches.clone(), done.clone());
+        let task = move || {
+            // The appender may have gone on an earlier error; then nobody waits for this.
+            let _ = done.send((i, encode_column(&schema, &batches, i, writers)));
         };
-        // Writers come one per leaf column, the leaves of each field in order: hand each field
-        // its own writers.
-        let mut writers = writers.into_iter();
-        let mut per_field = Vec::with_capacity(schema.fields().len());
-        for (i, field) in schema.fields().iter().enumerate() {
-            let leaves = ::parquet::arrow::arrow_writer::compute_leaves(field, first.column(i))?;
-            per_field.push((i, writers.by_ref().take(leaves.len()).collect::<Vec<_>>()));
+        if inline {
+            task();
+        } else {
+            rayon::spawn(task);
         }
-        let chunks: Vec<Vec<ArrowColumnChunk>> = per_field
-            .into_par_iter()
-            .map(|(i, mut writers)| {
-                let field = schema.field(i);
-                for batch in &batches {
-                    let leaves =
-                        ::parquet::arrow::arrow_writer::compute_leaves(field, batch.column(i))?;
-                    for (writer, leaf) in writers.iter_mut().zip(&leaves) {
-                        writer.write(leaf)?;
-                    }
-                }
-                writers
-                    .into_iter()
-                    .map(ArrowColumnWriter::close)
-                    .collect::<std::result::Result<Vec<_>, _>>()
-            })
-            .collect::<std::result::Result<_, ParquetError>>()?;
+    }
+    Ok(EncodingRowGroup {
+        columns,
+        done: results,
+    })
+}
+
+/// Feeds field `i` of every batch to the field's column writers and closes them; a panic
+/// becomes this column's error instead of taking the pool down.
+fn encode_column(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    i: usize,
+    mut writers: Vec<ArrowColumnWriter>,
+) -> ColumnResult {
+    let field = schema.field(i);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for batch in batches {
+            let leaves = ::parquet::arrow::arrow_writer::compute_leaves(field, batch.column(i))?;
+            for (writer, leaf) in writers.iter_mut().zip(&leaves) {
+                writer.write(leaf)?;
+            }
+        }
+        writers
+            .into_iter()
+            .map(ArrowColumnWriter::close)
+            .collect::<ColumnResult>()
+    }))
+    .unwrap_or_else(|_| {
+        Err(ParquetError::General(format!(
+            "encoding column {} of a row group panicked",
+            field.name()
+        )))
+    })
+}
+
+/// The appender thread: waits for each row group's columns in the order the row groups were
+/// started and appends them to the file, until the writer hangs up.
+fn append_row_groups(
+    mut file: SerializedFileWriter<StreamOutput>,
+    queue: std::sync::mpsc::Receiver<EncodingRowGroup>,
+) -> Result<SerializedFileWriter<StreamOutput>> {
+    for EncodingRowGroup { columns, done } in queue {
+        if columns == 0 {
+            continue;
+        }
+        let mut chunks: Vec<Option<Vec<ArrowColumnChunk>>> = (0..columns).map(|_| None).collect();
+        for _ in 0..columns {
+            let (i, result) = done.recv().map_err(|_| {
+                Error::new(
+                    ErrorClass::Io,
+                    "a Parquet column encoder stopped without a result",
+                )
+            })?;
+            chunks[i] = Some(result?);
+        }
         let mut row_group = file.next_row_group()?;
-        for chunk in chunks.into_iter().flatten() {
+        for chunk in chunks.into_iter().flatten().flatten() {
             chunk.append_to_row_group(&mut row_group)?;
         }
         row_group.close()?;
@@ -556,17 +609,15 @@ mod tests {
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
     }
 
-    #[test]
-    fn test_parallel_encoding_writes_the_bytes_of_arrow_writer() {
-        let dir = tempfile::tempdir().unwrap();
-        let ours = dir.path().join("ours.parquet");
+    /// Writes the test's batches (odd sizes that straddle row-group boundaries) with our
+    /// writer at `ours` and with `ArrowWriter` into memory; returns both files' bytes.
+    fn ours_and_arrow_writers(ours: &Path) -> (Vec<u8>, Vec<u8>, usize) {
         let options = WriteOptions {
             row_group_size: Some(3_000),
             ..Default::default()
         };
         let schema = batch(0, 0).schema();
-        let mut writer = Writer::try_new(&ours, schema.clone(), &options).unwrap();
-        // Batches of odd sizes that straddle row-group boundaries.
+        let mut writer = Writer::try_new(ours, schema.clone(), &options).unwrap();
         let mut reference_input = Vec::new();
         let mut start = 0;
         for len in [1, 999, 2_500, 4_321, 17, 3_000, 162] {
@@ -588,11 +639,31 @@ mod tests {
             arrow_writer.write(b).unwrap();
         }
         arrow_writer.close().unwrap();
-        assert_eq!(std::fs::read(&ours).unwrap(), reference);
+        (std::fs::read(ours).unwrap(), reference, start)
+    }
+
+    #[test]
+    fn test_parallel_encoding_writes_the_bytes_of_arrow_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.parquet");
+        let (written, reference, start) = ours_and_arrow_writers(&ours);
+        assert_eq!(written, reference);
 
         let info = describe(&ours).unwrap();
         assert_eq!(info.num_rows, start as i64);
         assert_eq!(info.num_row_groups, start.div_ceil(3_000));
+    }
+
+    #[test]
+    fn test_a_writer_on_a_one_thread_pool_encodes_inline_and_does_not_deadlock() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.parquet");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let (written, reference, _) = pool.install(|| ours_and_arrow_writers(&ours));
+        assert_eq!(written, reference);
     }
 
     #[test]
