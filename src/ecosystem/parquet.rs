@@ -46,6 +46,7 @@ pub(crate) fn open(
             .with_file(path)
         })?
         .in_file(path)?;
+    check_chunk_ranges(builder.metadata(), path)?;
     // The built reader's schema (and its batches') lose the schema-level metadata that the
     // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
     // file; put it back so a round trip through Parquet keeps it.
@@ -86,6 +87,33 @@ pub(crate) fn open(
     Ok(Box::new(Adapted::new(
         reader, schema, path, order, options,
     )?))
+}
+
+/// Refuses a footer that places a column chunk at a negative offset or gives it a negative
+/// length: parquet 59 asserts that neither is negative when it starts reading the chunk, so
+/// such a footer would panic in the middle of a scan instead of failing to open.
+fn check_chunk_ranges(meta: &ParquetMetaData, path: &Path) -> Result<()> {
+    for (group, row_group) in meta.row_groups().iter().enumerate() {
+        for chunk in row_group.columns() {
+            // The chunk starts at its dictionary page when it has one, as parquet reads it.
+            let (start, what) = match chunk.dictionary_page_offset() {
+                Some(offset) => (offset, "dictionary page offset"),
+                None => (chunk.data_page_offset(), "data page offset"),
+            };
+            let length = chunk.compressed_size();
+            if start < 0 || length < 0 {
+                return Err(Error::new(
+                    ErrorClass::BadMeta,
+                    format!(
+                        "row group {group}, column {}: the footer gives the column chunk a {what} of {start} and a compressed size of {length}; neither may be negative",
+                        chunk.column_path()
+                    ),
+                )
+                .with_file(path));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The Parquet codec named by a compression option (`zstd` when there is none).
