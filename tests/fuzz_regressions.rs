@@ -149,6 +149,41 @@ fn a_parquet_file_whose_embedded_arrow_schema_is_malformed_is_an_error() {
 }
 
 #[test]
+fn a_parquet_column_chunk_at_a_negative_offset_is_refused_when_opened() {
+    // The footer of this 808-byte file places a column chunk at a negative offset. parquet 59
+    // reads the footer without complaint but asserts on the chunk's byte range when a scan
+    // reaches it, so the `parquet` target panicked in the middle of its first batch.
+    let path = input("parquet_column_chunk_at_negative_offset.parquet");
+    let info = arrowsmith::ecosystem::parquet::describe(&path).unwrap();
+    assert!(info.num_row_groups > 0);
+    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Parquet);
+    let error = arrowsmith::open(&path, &options).err().expect("refused");
+    assert_eq!(error.class(), arrowsmith::ErrorClass::BadMeta, "{error}");
+    assert!(error.message().contains("may be negative"), "{error}");
+    assert!(error.message().contains("row group 0"), "{error}");
+    assert_eq!(error.file(), Some(path.as_path()));
+}
+
+#[test]
+fn a_parquet_page_that_uses_a_dictionary_its_chunk_never_gave_is_an_error() {
+    // A data page of this 711-byte file is dictionary-encoded, but its column chunk has no
+    // dictionary page: parquet 59 panics ("Decoder for dict should have been set") while
+    // decoding the first batch. The `parquet` target found it.
+    let path = input("parquet_dictionary_encoded_page_without_dictionary.parquet");
+    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Parquet);
+    let reader = arrowsmith::open(&path, &options).unwrap();
+    let error = reader
+        .map(|b| b.map(|_| ()))
+        .collect::<Result<Vec<()>, _>>()
+        .expect_err("a malformed page");
+    let error = arrowsmith::Error::from(error);
+    assert!(error.message().contains("a page is malformed"), "{error}");
+    assert!(error.message().contains("dict"), "{error}");
+    assert_eq!(error.class(), arrowsmith::ErrorClass::Parquet, "{error}");
+    assert_eq!(error.file(), Some(path.as_path()));
+}
+
+#[test]
 fn salvage_does_not_verify_a_void_column_row_by_row() {
     // A frame that salvage reduces to a void column with a huge row count: salvage's check of
     // each column before the first batch walked the void column a million rows at a time.

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use ::parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::arrow_writer::{
     ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
@@ -17,7 +17,7 @@ use ::parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
 use ::parquet::file::reader::{FileReader, SerializedFileReader};
 use ::parquet::file::writer::SerializedFileWriter;
 use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::SchemaRef;
+use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
@@ -46,6 +46,7 @@ pub(crate) fn open(
             .with_file(path)
         })?
         .in_file(path)?;
+    check_chunk_ranges(builder.metadata(), path)?;
     // The built reader's schema (and its batches') lose the schema-level metadata that the
     // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
     // file; put it back so a round trip through Parquet keeps it.
@@ -83,9 +84,66 @@ pub(crate) fn open(
             .clone()
             .with_metadata(file_metadata),
     );
+    let reader = PanicsAsErrors {
+        inner: Some(reader),
+    };
     Ok(Box::new(Adapted::new(
         reader, schema, path, order, options,
     )?))
+}
+
+/// parquet 59 panics on some malformed pages where it should return an error: a data page
+/// that uses a dictionary its column chunk never gave (`Decoder for dict should have been
+/// set`). The pages are only read batch by batch, so they cannot all be checked before the
+/// scan; each batch is decoded under `catch_unwind` instead, and a panic becomes a Parquet
+/// error (the wrapping reader names the file). The reader ends there: parquet's state after a
+/// panic is not to be trusted.
+struct PanicsAsErrors {
+    inner: Option<ParquetRecordBatchReader>,
+}
+
+impl Iterator for PanicsAsErrors {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = self.inner.as_mut()?;
+        match super::ipc::quietly(|| inner.next()) {
+            Ok(next) => next,
+            Err(why) => {
+                self.inner = None;
+                Some(Err(ArrowError::ParquetError(format!(
+                    "a page is malformed: {why}"
+                ))))
+            }
+        }
+    }
+}
+
+/// Refuses a footer that places a column chunk at a negative offset or gives it a negative
+/// length: parquet 59 asserts that neither is negative when it starts reading the chunk, so
+/// such a footer would panic in the middle of a scan instead of failing to open.
+fn check_chunk_ranges(meta: &ParquetMetaData, path: &Path) -> Result<()> {
+    for (group, row_group) in meta.row_groups().iter().enumerate() {
+        for chunk in row_group.columns() {
+            // The chunk starts at its dictionary page when it has one, as parquet reads it.
+            let (start, what) = match chunk.dictionary_page_offset() {
+                Some(offset) => (offset, "dictionary page offset"),
+                None => (chunk.data_page_offset(), "data page offset"),
+            };
+            let length = chunk.compressed_size();
+            if start < 0 || length < 0 {
+                return Err(Error::new(
+                    ErrorClass::BadMeta,
+                    format!(
+                        "row group {group}, column {}: the footer gives the column chunk a {what} of {start} and a compressed size of {length}; neither may be negative",
+                        chunk.column_path()
+                    ),
+                )
+                .with_file(path));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The Parquet codec named by a compression option (`zstd` when there is none).
