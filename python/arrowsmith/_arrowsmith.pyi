@@ -258,13 +258,15 @@ def open_fragment(
 ) -> Reader:
     """See ``arrowsmith.open_fragment``."""
 
-class InspectField(TypedDict, total=False):
-    """A field of ``InspectReport["schema"]``; ``metadata`` only when it has some."""
-
+class _InspectFieldKeys(TypedDict):
     name: str
     type: str
     """Arrow's name of the type (``Int64``, ``Utf8``, ``Dictionary(Int32, Utf8)``, …)."""
     nullable: bool
+
+class InspectField(_InspectFieldKeys, total=False):
+    """A field of ``InspectReport["schema"]``; ``metadata`` only when it has some."""
+
     metadata: dict[str, str]
 
 class InspectSchema(TypedDict):
