@@ -122,8 +122,8 @@ pub struct Verification {
 ///
 /// Fails when the file cannot be read at all, or when its structure or schema cannot be, unless
 /// verification is on for a format that salvages (Jay, DataSeries, Filo, VS, bcolz): then the
-/// report says what could not be read, and [`Report::failure`] holds the error. A failed
-/// verification is in the report, not an `Err`.
+/// notes say what could not be read and the verification lists the damage. A failed
+/// verification is in the report, not an `Err`; [`Report::failure`] holds its error.
 pub fn inspect(path: impl AsRef<Path>, options: &InspectOptions) -> Result<Report> {
     inspect_with_progress(path, options, &mut |_| {})
 }
