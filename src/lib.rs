@@ -6,7 +6,8 @@
 //! `RecordBatchReader`, a `Writer` with `write(&batch)` and `finish()`, and a `mapping` file that
 //! holds the format ↔ Arrow type mapping. [`open`] and [`create`] reach every format through one
 //! entry point, choosing the format from the content or the file name; [`fragments`] splits any
-//! input into pieces that [`open_fragment`] reads independently.
+//! input into pieces that [`open_fragment`] reads independently; [`inspect()`] reports what a
+//! file holds, down to the format's own structure.
 //!
 //! ```no_run
 //! use arrowsmith::{jay, ReadOptions};
@@ -52,6 +53,7 @@ pub mod error;
 pub mod filo;
 pub mod format;
 mod fragment;
+pub mod inspect;
 pub mod jay;
 pub mod options;
 pub mod read_ahead;
@@ -65,6 +67,7 @@ pub use dispatch::{create, is_stdin, open, write_all};
 pub use error::{Error, ErrorClass, Result};
 pub use format::Format;
 pub use fragment::{fragments, open_fragment, Fragment};
+pub use inspect::{inspect, InspectOptions};
 pub use options::{FormatOptions, ReadOptions, WriteOptions};
 pub use read_ahead::{read_ahead, ReadAhead, DEFAULT_READ_AHEAD};
 pub use salvage::{SalvageReport, Skipped};

@@ -136,7 +136,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         || match from {
             _ if args.fragment.is_some() => None,
             Format::DataSeries => super::dataseries::known_rows(&args.input, &args.ds_read),
-            _ => super::inspect::known_rows(&args.input, from),
+            _ => arrowsmith::inspect::known_rows(&args.input, from),
         },
         args.limit,
     );
@@ -215,7 +215,7 @@ fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
         options = options.with_durable(false);
     }
     // bcolz chooses chunklen from the expected length: the input's row count when known.
-    if let Some(rows) = super::inspect::known_rows(&args.input, from) {
+    if let Some(rows) = arrowsmith::inspect::known_rows(&args.input, from) {
         let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
         options = options.with_expected_len(rows.max(1));
     }

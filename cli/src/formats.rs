@@ -1,12 +1,12 @@
 //! `arrowsmith formats`.
 
+use arrowsmith::inspect::TextTable;
 use arrowsmith::Format;
 
-use super::table::Table;
 use super::{print_out, CliResult};
 
 pub(crate) fn run() -> CliResult {
-    let mut table = Table::new([
+    let mut table = TextTable::new([
         "NAME",
         "EXTENSIONS",
         "DIRECTORY",

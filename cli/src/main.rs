@@ -14,7 +14,6 @@ mod inspect;
 mod interrupt;
 mod progress;
 mod sql;
-mod table;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -370,6 +369,8 @@ pub(crate) fn print_out(text: &str) -> CliResult {
 /// The library names its settings as Python keywords and SQL `OPTIONS` keys do
 /// (`bcolz_nulls_as_nan`); a command-line user types them as flags. Longer phrases come first,
 /// so that the one library setting `format` becomes `--from` or `--to` by what it was about.
+/// The inspect report's pointers to the options that show more (verification, the JSON report,
+/// salvage) become the flags and the command that do.
 const SETTING_FLAGS: &[(&str, &str)] = &[
     (
         "from the content or the extension; name it with the format option",
@@ -383,6 +384,15 @@ const SETTING_FLAGS: &[(&str, &str)] = &[
         "set the overwrite option to replace it",
         "ask for overwrite (--overwrite) to replace it",
     ),
+    (
+        "(the salvage option reads the rest)",
+        "(convert --salvage reads the rest)",
+    ),
+    ("(see the verify option)", "(see --verify)"),
+    (
+        "(the JSON report lists them all)",
+        "(--json lists them all)",
+    ),
     ("the bcolz_nulls_as_nan option", "--bcolz-nulls-as-nan"),
     ("bcolz_nulls_as_nan", "--bcolz-nulls-as-nan"),
     ("the filo_type option", "--filo-type"),
@@ -390,7 +400,8 @@ const SETTING_FLAGS: &[(&str, &str)] = &[
     ("the type option", "--type"),
 ];
 
-/// An error message with the library's setting names spelled as this command line's flags.
+/// A library message (an error, the inspect report's words) with its setting names spelled as
+/// this command line's flags.
 pub(crate) fn cli_spelling(message: &str) -> String {
     SETTING_FLAGS
         .iter()

@@ -32,7 +32,12 @@ impl<F: FnOnce() -> Option<u64>> Progress<F> {
     }
 
     pub fn add(&mut self, rows: usize) {
-        self.done += rows as u64;
+        self.set(self.done + rows as u64);
+    }
+
+    /// Moves the bar to `done` rows (a second pass over the input starts again from 0).
+    pub fn set(&mut self, done: u64) {
+        self.done = done;
         if !self.enabled {
             return;
         }

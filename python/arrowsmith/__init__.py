@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     import polars
     import pyarrow
 
+    from arrowsmith._arrowsmith import InspectReport
+
     Source = Union[str, "os.PathLike[str]"]
 
 __all__ = [
@@ -219,13 +221,16 @@ def write(
 
 def inspect(
     source: Source, *, format: str | None = None, verify: bool = False, **options: Any
-) -> dict[str, Any]:
-    """What a source holds: its format, schema, row count and notes, as a dict.
+) -> InspectReport:
+    """What a source holds, as a dict: what ``arrowsmith inspect --json`` prints.
 
     Keys: ``file``, ``format``, ``description``, ``rows`` (None when unknown), ``columns``,
-    ``schema`` (``fields``: name, type, nullable, metadata; ``metadata``), ``notes``. With
+    ``schema`` (``fields``: name, type, nullable, and metadata when there is some;
+    ``metadata``), ``structure`` (the format's own: a Jay file's columns and buffers,
+    DataSeries types and extents, Filo column chunks, VS blocks, bcolz chunks, Parquet row
+    groups, IPC batches; None when damage hides it), and ``notes`` when there are some. With
     ``verify=True`` every batch is decoded and ``verify`` says how it went (``ok``, ``rows``,
-    ``batches``, ``error``) instead of raising.
+    ``batches``, ``error``, and ``damaged``: every damaged part) instead of raising.
     """
     return _json.loads(_native.inspect_json(source, format=format, verify=verify, **options))
 

@@ -5,7 +5,7 @@ classes and exceptions below and wraps the functions.
 """
 
 import os
-from typing import Any, Callable, Iterator, Literal, Sequence, Union
+from typing import Any, Callable, Iterator, Literal, Sequence, TypedDict, Union
 
 __version__: str
 _debug_build: bool
@@ -258,10 +258,68 @@ def open_fragment(
 ) -> Reader:
     """See ``arrowsmith.open_fragment``."""
 
+class _InspectFieldKeys(TypedDict):
+    name: str
+    type: str
+    """Arrow's name of the type (``Int64``, ``Utf8``, ``Dictionary(Int32, Utf8)``, …)."""
+    nullable: bool
+
+class InspectField(_InspectFieldKeys, total=False):
+    """A field of ``InspectReport["schema"]``; ``metadata`` only when it has some."""
+
+    metadata: dict[str, str]
+
+class InspectSchema(TypedDict):
+    fields: list[InspectField]
+    metadata: dict[str, str]
+
+# One damaged part a salvaging read skipped: "part" is "extent", "chunk", "column", … or
+# "file" when the damage stopped even that read; "offset" is its byte offset, "class" the stable
+# error class (a keyword, hence the functional form).
+DamagedPart = TypedDict(
+    "DamagedPart",
+    {
+        "part": str,
+        "index": int | None,
+        "column": str | None,
+        "offset": int | None,
+        "rows": int | None,
+        "class": str,
+        "reason": str,
+    },
+)
+
+class InspectVerification(TypedDict):
+    ok: bool
+    rows: int
+    """Rows read before the end or the first error."""
+    batches: int
+    error: str | None
+    """The error line that stopped the read (or a row count that disagrees with the file's)."""
+    damaged: list[DamagedPart]
+
+class _InspectReportKeys(TypedDict):
+    file: str
+    format: str
+    description: str
+    rows: int | None
+    columns: int
+    schema: InspectSchema
+    structure: dict[str, Any] | None
+    """The format's own structure (Jay buffers, DataSeries extents, Filo vectors, VS blocks,
+    bcolz chunks, Parquet row groups, IPC batches); None when damage hides it."""
+
+class InspectReport(_InspectReportKeys, total=False):
+    """What ``arrowsmith.inspect`` returns: ``arrowsmith inspect --json``, parsed. ``notes``
+    is there only when there are some, ``verify`` only with ``verify=True``."""
+
+    notes: list[str]
+    verify: InspectVerification
+
 def inspect_json(
     source: _Source, *, format: str | None = None, verify: bool = False, **options: Any
 ) -> str:
-    """The report of ``arrowsmith.inspect`` as JSON text."""
+    """The report of ``arrowsmith.inspect`` as JSON text (an ``InspectReport``)."""
 
 def formats() -> list[dict[str, Any]]:
     """The formats: name, extensions, directory, read, write, description."""

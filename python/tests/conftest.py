@@ -66,6 +66,24 @@ def cli_flags(options):
     return flags
 
 
+# The CLI's flags and the settings the library (and so Python) names in their place; the
+# specific phrases before the bare flags they contain.
+FLAG_SETTINGS = [
+    ("choose one with --type", "choose one with the type option"),
+    ("choose with --type", "choose with the type option"),
+    ("name it with --from", "name it with the format option"),
+    ("--filo-type", "the filo_type option"),
+    ("--bcolz-nulls-as-nan", "the bcolz_nulls_as_nan option"),
+]
+
+
+def cli_spelling_of(line):
+    """A line of the command line's with its flags spelled as the library's settings."""
+    for flag, setting in FLAG_SETTINGS:
+        line = line.replace(flag, setting)
+    return line
+
+
 def assert_same_table(got, want):
     """Equal schemas (metadata included) and values; floats compared by their bits, so that
     NaN equals NaN."""

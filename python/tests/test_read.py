@@ -6,22 +6,7 @@ import pyarrow as pa
 import pytest
 
 import arrowsmith
-from conftest import DATA, assert_same_table, cli_flags, fixtures, run_cli
-
-
-# The CLI's flags and the settings the library (and so Python) names in their place.
-FLAG_SETTINGS = [
-    ("choose one with --type", "choose one with the type option"),
-    ("name it with --from", "name it with the format option"),
-    ("give it (--filo-type)", "give it (the filo_type option)"),
-    ("--bcolz-nulls-as-nan", "the bcolz_nulls_as_nan option"),
-]
-
-
-def cli_spelling_of(line):
-    for flag, setting in FLAG_SETTINGS:
-        line = line.replace(flag, setting)
-    return line
+from conftest import DATA, assert_same_table, cli_flags, cli_spelling_of, fixtures, run_cli
 
 
 @pytest.mark.parametrize("path, options", fixtures())
@@ -95,7 +80,7 @@ def test_inspect_and_formats():
     report = arrowsmith.inspect(DATA / "jay" / "tiny.jay", verify=True)
     assert report["format"] == "jay" and report["rows"] == 3 and report["columns"] == 2
     assert [f["name"] for f in report["schema"]["fields"]] == ["A", "B"]
-    assert report["verify"] == {"ok": True, "rows": 3, "batches": 1, "error": None}
+    assert report["verify"] == {"ok": True, "rows": 3, "batches": 1, "error": None, "damaged": []}
     bad = arrowsmith.inspect(DATA / "vs" / "bad_truncated_block.vs", verify=True)
     assert bad["verify"]["ok"] is False and bad["verify"]["error"]
     names = [f["name"] for f in arrowsmith.formats()]

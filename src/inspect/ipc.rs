@@ -2,16 +2,15 @@
 
 use std::path::Path;
 
-use arrowsmith::ecosystem::ipc::{describe_file, describe_stream, IpcInfo};
+use crate::ecosystem::ipc::{describe_file, describe_stream, IpcInfo};
 
-use super::super::table::Table;
-use super::{count, Structure, TEXT_ROWS};
+use super::{count, Structure, TextTable, TEXT_ROWS};
 
-pub(super) fn file_structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn file_structure(path: &Path) -> crate::Result<Structure> {
     Ok(render(describe_file(path)?))
 }
 
-pub(super) fn stream_structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn stream_structure(path: &Path) -> crate::Result<Structure> {
     Ok(render(describe_stream(path)?))
 }
 
@@ -45,7 +44,7 @@ fn render(info: IpcInfo) -> Structure {
     }
     if !info.batches.is_empty() {
         let mut batches =
-            Table::new(["batch", "rows", "offset", "metadata", "body", "compression"])
+            TextTable::new(["batch", "rows", "offset", "metadata", "body", "compression"])
                 .right_align(&[0, 1, 2, 3, 4]);
         for (i, b) in info.batches.iter().enumerate().take(TEXT_ROWS) {
             batches.row([
@@ -61,7 +60,7 @@ fn render(info: IpcInfo) -> Structure {
         out.push_str(&batches.render(""));
         if info.batches.len() > TEXT_ROWS {
             out.push_str(&format!(
-                "… and {} more batches (--json lists them all)\n",
+                "… and {} more batches (the JSON report lists them all)\n",
                 info.batches.len() - TEXT_ROWS
             ));
         }

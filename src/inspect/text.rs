@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use arrowsmith::ecosystem::{csv, ndjson};
+use crate::ecosystem::{csv, ndjson};
 
 use super::Structure;
 
-pub(super) fn csv_structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn csv_structure(path: &Path) -> crate::Result<Structure> {
     let info = csv::describe(path)?;
     Ok(Structure {
         rows: None,
@@ -18,7 +18,7 @@ pub(super) fn csv_structure(path: &Path) -> arrowsmith::Result<Structure> {
     })
 }
 
-pub(super) fn ndjson_structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn ndjson_structure(path: &Path) -> crate::Result<Structure> {
     let info = ndjson::describe(path)?;
     Ok(Structure {
         rows: None,

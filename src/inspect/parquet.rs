@@ -2,12 +2,11 @@
 
 use std::path::Path;
 
-use arrowsmith::ecosystem::parquet::describe;
+use crate::ecosystem::parquet::describe;
 
-use super::super::table::Table;
-use super::{count, Structure, TEXT_ROWS};
+use super::{count, Structure, TextTable, TEXT_ROWS};
 
-pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
     let info = describe(path)?;
     let json = serde_json::to_value(&info).unwrap_or_default();
 
@@ -28,7 +27,7 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
         ));
     }
     if !info.columns.is_empty() {
-        let mut columns = Table::new([
+        let mut columns = TextTable::new([
             "column",
             "physical",
             "logical",
@@ -55,7 +54,7 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
         out.push_str(&columns.render(""));
     }
     if !info.row_groups.is_empty() {
-        let mut groups = Table::new(["row group", "rows", "compressed", "uncompressed"])
+        let mut groups = TextTable::new(["row group", "rows", "compressed", "uncompressed"])
             .right_align(&[0, 1, 2, 3]);
         for (i, rg) in info.row_groups.iter().enumerate().take(TEXT_ROWS) {
             groups.row([
@@ -69,7 +68,7 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
         out.push_str(&groups.render(""));
         if info.row_groups.len() > TEXT_ROWS {
             out.push_str(&format!(
-                "… and {} more row groups (--json lists them all)\n",
+                "… and {} more row groups (the JSON report lists them all)\n",
                 info.row_groups.len() - TEXT_ROWS
             ));
         }

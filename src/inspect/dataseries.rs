@@ -1,22 +1,22 @@
 //! The structure of a DataSeries file: byte order, the declared types with their XML, and every
-//! extent with its offset, sizes, compression modes and row count. With `--verify`, every
+//! extent with its offset, sizes, compression modes and row count. With verification, every
 //! extent of every type is decompressed and checked (adler32, hash, variable32 entries).
 
 use std::path::Path;
 
-use arrowsmith::dataseries::codec::mode_name;
-use arrowsmith::dataseries::file::{decode_raw, Checks};
-use arrowsmith::dataseries::{DsFile, ExtentType, OpenOptions};
 use serde_json::{json, Value};
 
-use super::super::table::Table;
-use super::Structure;
+use crate::dataseries::codec::mode_name;
+use crate::dataseries::file::{decode_raw, Checks};
+use crate::dataseries::{DsFile, ExtentType, OpenOptions};
+
+use super::{Structure, TextTable};
 
 pub(super) fn structure(
     path: &Path,
     verify: bool,
     wanted: Option<&str>,
-) -> arrowsmith::Result<Structure> {
+) -> crate::Result<Structure> {
     let file = DsFile::open(path, OpenOptions::default())?;
     if verify {
         // Every extent of every type, including the built-in ones.
@@ -34,7 +34,7 @@ pub(super) fn structure(
     }
     let rows = match wanted {
         Some(name) => file.find_type(name).map(|t| file.rows_of(&t.name)),
-        None => arrowsmith::dataseries::choose_type(&file, None)
+        None => crate::dataseries::choose_type(&file, None)
             .ok()
             .map(|t| file.rows_of(&t.name)),
     };
@@ -78,7 +78,7 @@ pub(super) fn structure(
 
     let mut text = String::new();
     text.push_str(&format!("byte order: {}\n", file.order.name()));
-    let mut tt = Table::new(["type", "rows", "extents", "record bytes", "fields"]);
+    let mut tt = TextTable::new(["type", "rows", "extents", "record bytes", "fields"]);
     for t in &file.types {
         tt.row([
             t.name.clone(),
@@ -96,7 +96,7 @@ pub(super) fn structure(
             t.xml.trim_end()
         ));
     }
-    let mut et = Table::new([
+    let mut et = TextTable::new([
         "offset", "type", "bytes", "rows", "fixed", "variable", "modes",
     ]);
     for e in &file.extents {

@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use arrowsmith::bcolz::{self, blosc, CarrayInfo, DatasetInfo};
 use serde_json::{json, Value};
 
-use super::super::table::Table;
-use super::{count, Structure};
+use crate::bcolz::{self, blosc, CarrayInfo, DatasetInfo};
 
-pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
+use super::{count, Structure, TextTable};
+
+pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
     let info = bcolz::open_info(path)?;
     let columns: Vec<ColumnSummary> = info
         .columns
@@ -18,7 +18,7 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
         .map(|(i, c)| {
             summarize(c, info.nrows).map_err(|e| e.with_column(i, Some(&c.name)).with_file(path))
         })
-        .collect::<arrowsmith::Result<_>>()?;
+        .collect::<crate::Result<_>>()?;
     let unreadable: u64 = columns.iter().map(|s| s.unreadable).sum();
     Ok(Structure {
         rows: Some(info.nrows),
@@ -27,7 +27,7 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
             let mut text = dataset_text(&info, &columns);
             if unreadable > 0 {
                 text.push_str(&format!(
-                    "{} unreadable (see --verify)\n",
+                    "{} unreadable (see the verify option)\n",
                     count(unreadable, "chunk header is", "chunk headers are")
                 ));
             }
@@ -39,14 +39,14 @@ pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
 struct ColumnSummary {
     chunks: u64,
     /// Chunks whose file or header is damaged: left out of the byte counts, so that the
-    /// structure of a damaged dataset still shows (`--verify` lists them).
+    /// structure of a damaged dataset still shows (verification lists them).
     unreadable: u64,
     nbytes: u64,
     cbytes: u64,
     codecs: Vec<&'static str>,
 }
 
-fn summarize(c: &CarrayInfo, rows: u64) -> arrowsmith::Result<ColumnSummary> {
+fn summarize(c: &CarrayInfo, rows: u64) -> crate::Result<ColumnSummary> {
     let chunks = c.chunks_for(rows);
     let mut cbytes = 0;
     let mut codecs = Vec::new();
@@ -128,7 +128,7 @@ fn dataset_text(info: &DatasetInfo, columns: &[ColumnSummary]) -> String {
     if let Some(attrs) = &info.attrs_text {
         out.push_str(&format!("attrs {attrs}\n"));
     }
-    let mut table = Table::new([
+    let mut table = TextTable::new([
         "#",
         "name",
         "dtype",

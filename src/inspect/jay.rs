@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use arrowsmith::jay::{BufferRange, ColumnInfo, FrameInfo, JayFile, Layout, Stats};
 use serde_json::{json, Value};
 
-use super::super::table::Table;
-use super::{count, Structure};
+use crate::jay::{BufferRange, ColumnInfo, FrameInfo, JayFile, Layout, Stats};
 
-pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
+use super::{count, Structure, TextTable};
+
+pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
     let file = JayFile::open(path)?;
     let info = file.info();
     Ok(Structure {
@@ -117,7 +117,7 @@ fn frame_json(info: &FrameInfo) -> Value {
 }
 
 /// Adds a column and its children to the two tables; `label` is `3`, `3.child`, ….
-fn column_rows(label: &str, column: &ColumnInfo, columns: &mut Table, buffers: &mut Table) {
+fn column_rows(label: &str, column: &ColumnInfo, columns: &mut TextTable, buffers: &mut TextTable) {
     let mut detail = Vec::new();
     if column.offset_width > 0 {
         detail.push(format!("u{} offsets", column.offset_width as u32 * 8));
@@ -178,7 +178,7 @@ fn frame_text(info: &FrameInfo) -> String {
     if info.columns.is_empty() {
         return out;
     }
-    let mut columns = Table::new([
+    let mut columns = TextTable::new([
         "#",
         "name",
         "jay type",
@@ -191,7 +191,7 @@ fn frame_text(info: &FrameInfo) -> String {
     ])
     .right_align(&[5, 6]);
     let mut buffers =
-        Table::new(["#", "buffer", "offset", "length", "end"]).right_align(&[2, 3, 4]);
+        TextTable::new(["#", "buffer", "offset", "length", "end"]).right_align(&[2, 3, 4]);
     for (i, column) in info.columns.iter().enumerate() {
         column_rows(&i.to_string(), column, &mut columns, &mut buffers);
     }

@@ -3,23 +3,23 @@
 
 use std::path::Path;
 
-use arrowsmith::vs::codec::printable;
-use arrowsmith::vs::{Compression, Description, EofMode, VsFile, VsReadOptions};
 use serde_json::{json, Value};
 
-use super::super::table::Table;
-use super::{count, Structure, TEXT_ROWS};
+use crate::vs::codec::printable;
+use crate::vs::{Compression, Description, EofMode, VsFile, VsReadOptions};
+
+use super::{count, Structure, TextTable, TEXT_ROWS};
 
 /// Blocks listed in the JSON report.
 const JSON_BLOCKS: usize = 1000;
 
-fn open(path: &Path) -> arrowsmith::Result<VsFile> {
+fn open(path: &Path) -> crate::Result<VsFile> {
     let mut options = VsReadOptions::default();
     options.parse.eof = EofMode::Lenient;
     VsFile::open(path, options)
 }
 
-pub(super) fn structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
     let file = open(path)?;
     let d = file.describe(JSON_BLOCKS)?;
     Ok(Structure {
@@ -51,9 +51,9 @@ fn code_name(code: u8) -> String {
 
 fn attributes_text(d: &Description) -> Option<String> {
     let bytes = d.meta.as_ref()?.attributes.as_ref()?;
-    let value = arrowsmith::vs::codec::parse_msgpack(bytes).ok()?;
+    let value = crate::vs::codec::parse_msgpack(bytes).ok()?;
     let mut text = String::new();
-    arrowsmith::vs::codec::msgpack_to_json(&value, &mut text).ok()?;
+    crate::vs::codec::msgpack_to_json(&value, &mut text).ok()?;
     Some(text)
 }
 
@@ -103,7 +103,7 @@ fn description_text(d: &Description) -> String {
     match &d.meta {
         None => out.push_str("meta: none (an empty store)\n"),
         Some(m) => {
-            let mut t = Table::new(["meta", &format!("block at offset {}", m.offset)]);
+            let mut t = TextTable::new(["meta", &format!("block at offset {}", m.offset)]);
             t.row([
                 "dimensions".to_string(),
                 format!("{:?} (rank {}, {} elements)", m.dims, m.rank(), m.n),
@@ -163,7 +163,7 @@ fn description_text(d: &Description) -> String {
     }
     out.push('\n');
     let mut t =
-        Table::new(["offset", "type", "kind", "length", "compression"]).right_align(&[0, 3]);
+        TextTable::new(["offset", "type", "kind", "length", "compression"]).right_align(&[0, 3]);
     for b in d.blocks.iter().take(TEXT_ROWS) {
         t.row([
             b.offset.to_string(),

@@ -1,17 +1,30 @@
 //! Plain text tables: columns padded to their widest cell.
 
-#[derive(Debug, Default)]
-pub(crate) struct Table {
+/// A plain text table as the text report draws its parts: a header line, then one line per
+/// row, each column padded to its widest cell and two spaces apart. Public so that a front end
+/// prints its own tables (a list of formats) in the report's style.
+///
+/// ```
+/// use arrowsmith::inspect::TextTable;
+///
+/// let mut table = TextTable::new(["name", "rows"]).right_align(&[1]);
+/// table.row(["a", "1"]);
+/// table.row(["long name", "1000"]);
+/// assert_eq!(table.render(""), "name       rows\na             1\nlong name  1000\n");
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct TextTable {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     right: Vec<bool>,
 }
 
-impl Table {
-    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+impl TextTable {
+    /// A table with these column headings and no rows yet.
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> TextTable {
         let header: Vec<String> = header.into_iter().map(Into::into).collect();
         let right = vec![false; header.len()];
-        Table {
+        TextTable {
             header,
             rows: Vec::new(),
             right,
@@ -19,7 +32,7 @@ impl Table {
     }
 
     /// Aligns these columns (numbers) to the right.
-    pub fn right_align(mut self, columns: &[usize]) -> Table {
+    pub fn right_align(mut self, columns: &[usize]) -> TextTable {
         for &c in columns {
             if let Some(r) = self.right.get_mut(c) {
                 *r = true;
@@ -28,15 +41,18 @@ impl Table {
         self
     }
 
+    /// Adds a row; a row shorter than the header leaves its last columns empty.
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
+    /// Whether no row was added.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
 
-    /// The table, each line starting with `indent` and ending with a line break.
+    /// The table, each line starting with `indent` and ending with a line break; trailing
+    /// spaces are trimmed.
     pub fn render(&self, indent: &str) -> String {
         let ncols = self
             .rows
@@ -82,13 +98,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pads_and_aligns() {
-        let mut t = Table::new(["name", "rows"]).right_align(&[1]);
+    fn test_pads_widens_to_a_long_row_and_trims_the_line_ends() {
+        let mut t = TextTable::new(["name", "rows"]).right_align(&[1]);
         t.row(["a", "1"]);
         t.row(["long name", "1000"]);
         assert_eq!(
             t.render("  "),
             "  name       rows\n  a             1\n  long name  1000\n"
         );
+        // A row longer than the header gets a column without heading; a short one ends early.
+        let mut t = TextTable::new(["a"]);
+        t.row(["x", "extra"]);
+        t.row(["yy"]);
+        assert_eq!(t.render(""), "a\nx   extra\nyy\n");
     }
 }

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use arrowsmith::filo::{self, MaskKind, SetInfo, VectorInfo};
 use serde_json::{json, Value};
 
-use super::super::table::Table;
-use super::{count, Structure, TEXT_ROWS};
+use crate::filo::{self, MaskKind, SetInfo, VectorInfo};
+
+use super::{count, Structure, TextTable, TEXT_ROWS};
 
 pub(super) fn known_rows(path: &Path) -> Option<u64> {
     SetInfo::open(path).ok().map(|i| i.rows())
@@ -62,10 +62,10 @@ const HEADER: [&str; 8] = [
     "bytes",
 ];
 
-pub(super) fn vector_structure(path: &Path) -> arrowsmith::Result<Structure> {
-    let bytes = std::fs::read(path).map_err(|e| arrowsmith::Error::from(e).with_file(path))?;
+pub(super) fn vector_structure(path: &Path) -> crate::Result<Structure> {
+    let bytes = std::fs::read(path).map_err(|e| crate::Error::from(e).with_file(path))?;
     let info = filo::inspect(&bytes).map_err(|e| e.with_file(path))?;
-    let mut table = Table::new(HEADER).right_align(&[2, 7]);
+    let mut table = TextTable::new(HEADER).right_align(&[2, 7]);
     table.row(cells(&info));
     Ok(Structure {
         rows: Some(info.len as u64),
@@ -74,10 +74,10 @@ pub(super) fn vector_structure(path: &Path) -> arrowsmith::Result<Structure> {
     })
 }
 
-pub(super) fn set_structure(path: &Path) -> arrowsmith::Result<Structure> {
+pub(super) fn set_structure(path: &Path) -> crate::Result<Structure> {
     let info = SetInfo::open(path)?;
     let mut vectors = Vec::new();
-    let mut table = Table::new(
+    let mut table = TextTable::new(
         ["chunk", "column"]
             .into_iter()
             .chain(HEADER)
@@ -95,7 +95,7 @@ pub(super) fn set_structure(path: &Path) -> arrowsmith::Result<Structure> {
                     json!({"chunk": chunk, "column": c, "missing": true, "rows": rows}),
                     vec!["missing (all NA)".to_string()],
                 ),
-                Err(e) => return Err(arrowsmith::Error::from(e).with_file(&file)),
+                Err(e) => return Err(crate::Error::from(e).with_file(&file)),
                 Ok(bytes) => match filo::inspect(&bytes) {
                     Ok(v) => {
                         let mut j = vector_json(&v);
@@ -124,7 +124,7 @@ pub(super) fn set_structure(path: &Path) -> arrowsmith::Result<Structure> {
         count(info.columns.len() as u64, "column", "columns"),
         count(info.chunks.len() as u64, "chunk", "chunks"),
     );
-    let mut columns = Table::new(["column", "name", "filo type"]).right_align(&[0]);
+    let mut columns = TextTable::new(["column", "name", "filo type"]).right_align(&[0]);
     for (i, c) in info.columns.iter().enumerate() {
         columns.row([
             i.to_string(),
@@ -140,7 +140,7 @@ pub(super) fn set_structure(path: &Path) -> arrowsmith::Result<Structure> {
     }
     if total > shown {
         text.push_str(&format!(
-            "… and {} more column chunks (--json lists them all)\n",
+            "… and {} more column chunks (the JSON report lists them all)\n",
             total - shown
         ));
     }

@@ -1,0 +1,42 @@
+//! `arrowsmith inspect INPUT [--verify] [--json]`: the library's report of what a file holds
+//! ([`arrowsmith::inspect`]: the format, the schema, the row count and the format's own
+//! structure), with the settings its messages name spelled as this command line's flags, and a
+//! progress bar while it reads every batch.
+
+use arrowsmith::inspect::{inspect_with_progress, known_rows, InspectOptions};
+use arrowsmith::{Error, ErrorClass, ReadOptions};
+
+use super::progress::Progress;
+use super::{cli_spelling, input_format, print_out, CliResult, Failure, InspectArgs};
+
+pub(crate) fn run(args: InspectArgs) -> CliResult {
+    let path = args.input.as_path();
+    let format = input_format(path, args.from)?;
+    super::dataseries::check_read_args(format, &args.ds_read)?;
+    let mut read = ReadOptions::for_format(format);
+    read.format_options.filo_type = args.filo_type;
+    read.format_options.dataseries = super::dataseries::read_options(&args.ds_read);
+    let options = InspectOptions {
+        read,
+        verify: args.verify,
+    };
+    let mut report = {
+        // Dropped before the report prints, which clears the bar.
+        let mut progress = Progress::new(|| known_rows(path, format), None);
+        inspect_with_progress(path, &options, &mut |rows| progress.set(rows))?
+    };
+    report.spell_with(cli_spelling);
+    let text = if args.json {
+        let mut text = serde_json::to_string_pretty(&report.to_json())
+            .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
+        text.push('\n');
+        text
+    } else {
+        report.to_text()
+    };
+    print_out(&text)?;
+    match report.into_failure() {
+        Some(e) => Err(Failure::Error(e)),
+        None => Ok(()),
+    }
+}
