@@ -5,6 +5,7 @@
 mod extent;
 mod options;
 mod pack;
+mod pipeline;
 mod schema;
 
 use std::io::Write;
@@ -15,13 +16,13 @@ use arrow::compute::cast;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use rayon::prelude::*;
 
-use self::extent::{assemble, header_bytes};
+use self::extent::{assemble, header_bytes, Extent};
 pub use self::options::{DsWriteOptions, WriterOptions};
 use self::pack::pack;
+use self::pipeline::Pipeline;
 use self::schema::{canonical, check_writable, resolve_type};
-use super::codec;
+use super::codec::{self, Mode};
 use super::file::{roundup_var, HEADER_LEN};
 use super::types::{ExtentType, Kind, INDEX_NAME};
 use crate::atomic::{StreamOutput, SINK_NAME};
@@ -38,8 +39,11 @@ pub struct Writer {
     current: Vec<RecordBatch>,
     current_rows: usize,
     current_var: usize,
-    /// Extents filled and not yet compressed, each as its batch slices.
-    queue: Vec<Vec<RecordBatch>>,
+    /// Extents being packed and compressed, oldest first.
+    pipeline: Pipeline<Result<Extent>>,
+    /// How many extents may be under way before the caller waits for the oldest.
+    max_in_flight: usize,
+    modes: Arc<[Mode]>,
     offset: u64,
     index: Vec<(u64, String)>,
     chain: u32,
@@ -116,6 +120,7 @@ impl Writer {
         ));
         let mut file = output().map_err(e)?;
         let order = options.order;
+        let modes: Arc<[Mode]> = options.modes.clone().into();
         let mut w = Writer {
             file: None,
             t: Arc::new(t),
@@ -124,7 +129,11 @@ impl Writer {
             current: Vec::new(),
             current_rows: 0,
             current_var: 4,
-            queue: Vec::new(),
+            pipeline: Pipeline::new(),
+            // Two per thread keep every thread busy while the caller writes; more would only
+            // hold more extents in memory.
+            max_in_flight: 2 * rayon::current_num_threads().max(1),
+            modes,
             offset: 0,
             index: Vec::new(),
             chain: 0,
@@ -147,9 +156,8 @@ impl Writer {
         )?;
         let xt = ExtentType::xmltype();
         let packed = pack(&xt, std::slice::from_ref(&xml_batch), order).map_err(e)?;
-        let (bytes, x) =
-            assemble(&xt, &packed, order, &w.options.modes, w.options.level).map_err(e)?;
-        w.emit(&xt.name, bytes, x).map_err(e)?;
+        let extent = assemble(&xt, packed, order, &w.modes, w.options.level).map_err(e)?;
+        w.emit(&xt.name, extent).map_err(e)?;
         Ok(w)
     }
 
@@ -157,15 +165,19 @@ impl Writer {
         self.file.as_ref().expect("open").name()
     }
 
-    fn emit(&mut self, name: &str, bytes: Vec<u8>, x: u32) -> Result<()> {
-        let f = self.file.as_mut().expect("open").unbuffered()?;
-        f.write_all(&bytes)?;
+    fn emit(&mut self, name: &str, extent: Extent) -> Result<()> {
+        extent.write_to(self.file.as_mut().expect("open").unbuffered()?)?;
         self.index.push((self.offset, name.to_string()));
-        let (mut a, mut b, mut c) = (x, self.chain, 1972u32);
+        let (mut a, mut b, mut c) = (extent.check, self.chain, 1972u32);
         codec::mix(&mut a, &mut b, &mut c);
         self.chain = c;
-        self.offset += bytes.len() as u64;
+        self.offset += extent.len();
         Ok(())
+    }
+
+    fn emit_data(&mut self, extent: Extent) -> Result<()> {
+        let t = self.t.clone();
+        self.emit(&t.name, extent)
     }
 
     /// Converts a batch to the canonical column types of the type's fields.
@@ -213,62 +225,56 @@ impl Writer {
             .filter(|(&i, _)| t.fields[i].kind == Kind::Variable32)
             .map(|(_, c)| c.as_binary::<i32>())
             .collect();
+        let n = batch.num_rows();
         let mut start = 0;
-        for r in 0..batch.num_rows() {
-            // The reference's rule (§14): before a record is added, the extent is closed if its
-            // fixed bytes + variable bytes as appended (no deduplication, 4 leading zeros) + one
-            // more record exceed the target. The new record's own strings are not counted.
-            if self.current_rows > 0 && self.current_rows * rs + self.current_var + rs > target {
-                if r > start {
-                    self.current.push(batch.slice(start, r - start));
+        let mut var_bytes = vec![0usize; n.min(SIZING_ROWS)];
+        for from in (0..n).step_by(SIZING_ROWS) {
+            let var_bytes = &mut var_bytes[..SIZING_ROWS.min(n - from)];
+            row_var_bytes(&vcols, from, var_bytes);
+            for (r, &bytes) in (from..).zip(var_bytes.iter()) {
+                // The reference's rule (§14): before a record is added, the extent is closed if
+                // its fixed bytes + variable bytes as appended (no deduplication, 4 leading
+                // zeros) + one more record exceed the target. The new record's own strings are
+                // not counted.
+                if self.current_rows > 0 && self.current_rows * rs + self.current_var + rs > target
+                {
+                    if r > start {
+                        self.current.push(batch.slice(start, r - start));
+                    }
+                    start = r;
+                    self.close_extent()?;
                 }
-                start = r;
-                self.close_extent()?;
+                self.current_var += bytes;
+                self.current_rows += 1;
             }
-            for a in &vcols {
-                if !a.is_null(r) && a.value_length(r) > 0 {
-                    self.current_var += 4 + roundup_var(a.value_length(r) as usize);
-                }
-            }
-            self.current_rows += 1;
         }
-        if batch.num_rows() > start {
-            self.current
-                .push(batch.slice(start, batch.num_rows() - start));
+        if n > start {
+            self.current.push(batch.slice(start, n - start));
         }
         self.rows += batch.num_rows() as u64;
         Ok(())
     }
 
+    /// Hands the filled extent to the pool and writes the extents that are done.
     fn close_extent(&mut self) -> Result<()> {
         if self.current_rows == 0 {
             return Ok(());
         }
-        let b = std::mem::take(&mut self.current);
+        let slices = std::mem::take(&mut self.current);
         self.current_rows = 0;
         self.current_var = 4;
-        self.queue.push(b);
-        if self.queue.len() >= (rayon::current_num_threads() * 2).max(2) {
-            self.flush_queue()?;
+        let (t, modes) = (self.t.clone(), self.modes.clone());
+        let (order, level) = (self.options.order, self.options.level);
+        self.pipeline.submit(move || {
+            let packed = pack(&t, &slices, order)?;
+            assemble(&t, packed, order, &modes, level)
+        });
+        while let Some(done) = self.pipeline.try_next() {
+            self.emit_data(done?)?;
         }
-        Ok(())
-    }
-
-    fn flush_queue(&mut self) -> Result<()> {
-        let t = self.t.clone();
-        let order = self.options.order;
-        let (modes, level) = (self.options.modes.clone(), self.options.level);
-        let queue = std::mem::take(&mut self.queue);
-        let done: Vec<Result<(Vec<u8>, u32)>> = queue
-            .par_iter()
-            .map(|b| {
-                let p = pack(&t, b, order)?;
-                assemble(&t, &p, order, &modes, level)
-            })
-            .collect();
-        for d in done {
-            let (bytes, x) = d?;
-            self.emit(&t.name, bytes, x)?;
+        while self.pipeline.len() > self.max_in_flight {
+            let done = self.pipeline.next().expect("extents under way");
+            self.emit_data(done?)?;
         }
         Ok(())
     }
@@ -281,7 +287,9 @@ impl Writer {
 
     fn finish_inner(&mut self) -> Result<WriteSummary> {
         self.close_extent()?;
-        self.flush_queue()?;
+        while let Some(done) = self.pipeline.next() {
+            self.emit_data(done?)?;
+        }
         let order = self.options.order;
         // The index lists every extent, itself last.
         let index_offset = self.offset;
@@ -307,9 +315,9 @@ impl Writer {
             ],
         )?;
         let p = pack(&it, std::slice::from_ref(&batch), order)?;
-        let (bytes, x) = assemble(&it, &p, order, &self.options.modes, self.options.level)?;
-        let plen = bytes.len();
-        self.emit(INDEX_NAME, bytes, x)?;
+        let extent = assemble(&it, p, order, &self.modes, self.options.level)?;
+        let plen = extent.len();
+        self.emit(INDEX_NAME, extent)?;
         let mut tr = Vec::with_capacity(28);
         tr.extend_from_slice(&[0xff; 4]);
         tr.extend_from_slice(&order.put_u32(plen as u32));
@@ -325,6 +333,33 @@ impl Writer {
             rows: self.rows,
             warnings: std::mem::take(&mut self.warnings),
         })
+    }
+}
+
+/// Rows whose variable bytes are sized at a time: enough for tight loops, few enough to stay
+/// in cache.
+const SIZING_ROWS: usize = 4096;
+
+/// Adds each row's variable bytes as the reference's sizing counts them (§14: every non-empty
+/// value, 4 + its padded length, shared values counted each time) to `out`, for the rows
+/// `from..from + out.len()` of `cols`.
+fn row_var_bytes(cols: &[&BinaryArray], from: usize, out: &mut [usize]) {
+    out.fill(0);
+    let entry = |len: usize| if len == 0 { 0 } else { 4 + roundup_var(len) };
+    for a in cols {
+        let offsets = &a.value_offsets()[from..=from + out.len()];
+        let lens = offsets.windows(2).map(|w| (w[1] - w[0]) as usize);
+        match a.nulls().filter(|nb| nb.null_count() > 0) {
+            None => out.iter_mut().zip(lens).for_each(|(o, len)| *o += entry(len)),
+            Some(nb) => {
+                let valid = nb.inner().slice(from, out.len());
+                for ((o, len), valid) in out.iter_mut().zip(lens).zip(&valid) {
+                    if valid {
+                        *o += entry(len);
+                    }
+                }
+            }
+        }
     }
 }
 

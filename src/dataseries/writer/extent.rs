@@ -1,34 +1,100 @@
 //! An extent as stored (§3, §12, §13.2): the packed parts compressed by the smallest of the
 //! enabled codecs, behind a header carrying both checksums; and the file header.
 
+use std::io::{self, Write};
+
 use super::super::codec::{self, Mode};
 use super::super::file::{compact, partly_unpacked_hash, ByteOrder, MAX_PART};
 use super::super::types::ExtentType;
 use super::pack::Packed;
 use crate::error::{Error, ErrorClass, Result};
 
-/// Compresses and assembles one extent (§3, §12, §13.2); returns its bytes and `hash ^ adler`.
+/// Zeros that pad a part to a multiple of 4 bytes.
+const PAD: [u8; 3] = [0; 3];
+
+/// One extent ready to be written: its header, then its fixed and variable parts, each padded
+/// to a multiple of 4 bytes as it is written. The parts keep the buffers packing or compression
+/// made, so an uncompressed extent is never copied on its way to the file.
+pub(super) struct Extent {
+    header: Vec<u8>,
+    parts: [Part; 2],
+    /// `hash ^ adler32`, which the trailer's checksum chains (§4).
+    pub(super) check: u32,
+}
+
+/// A part's bytes: `bytes[from..]` (the variable area is packed behind 4 zeros it is stored without).
+struct Part {
+    bytes: Vec<u8>,
+    from: usize,
+}
+
+impl Part {
+    fn data(&self) -> &[u8] {
+        &self.bytes[self.from..]
+    }
+    fn padding(&self) -> &'static [u8] {
+        &PAD[..self.data().len().next_multiple_of(4) - self.data().len()]
+    }
+}
+
+impl Extent {
+    /// Bytes the extent takes in the file.
+    pub(super) fn len(&self) -> u64 {
+        let parts: usize = self
+            .parts
+            .iter()
+            .map(|p| p.data().len().next_multiple_of(4))
+            .sum();
+        (self.header.len() + parts) as u64
+    }
+
+    pub(super) fn write_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(&self.header)?;
+        for p in &self.parts {
+            out.write_all(p.data())?;
+            out.write_all(p.padding())?;
+        }
+        Ok(())
+    }
+}
+
+/// Compresses and assembles one extent (§3, §12, §13.2).
 pub(super) fn assemble(
     t: &ExtentType,
-    p: &Packed,
+    p: Packed,
     order: ByteOrder,
     modes: &[Mode],
     level: u32,
-) -> Result<(Vec<u8>, u32)> {
+) -> Result<Extent> {
     let hash = partly_unpacked_hash(order, &p.fixed, &p.var[4..], false)
         .map_err(|m| Error::new(ErrorClass::BadValue, m))?;
-    let compacted;
-    let fixed_src: &[u8] = if t.null_compact {
-        compacted = compact(t, &p.fixed, p.rows);
-        &compacted
+    let fixed_src = if t.null_compact {
+        compact(t, &p.fixed, p.rows)
     } else {
-        &p.fixed
+        p.fixed
     };
-    let var_src = &p.var[4..];
-    let (fm, fbytes) = codec::compress_best(modes, fixed_src, level);
-    let (vm, vbytes) = codec::compress_best(modes, var_src, level);
-    let fdata: &[u8] = fbytes.as_deref().unwrap_or(fixed_src);
-    let vdata: &[u8] = vbytes.as_deref().unwrap_or(var_src);
+    let var_len = p.var.len();
+    let (fm, fixed) = match codec::compress_best(modes, &fixed_src, level) {
+        (m, Some(bytes)) => (m, Part { bytes, from: 0 }),
+        (m, None) => (
+            m,
+            Part {
+                bytes: fixed_src,
+                from: 0,
+            },
+        ),
+    };
+    let (vm, var) = match codec::compress_best(modes, &p.var[4..], level) {
+        (m, Some(bytes)) => (m, Part { bytes, from: 0 }),
+        (m, None) => (
+            m,
+            Part {
+                bytes: p.var,
+                from: 4,
+            },
+        ),
+    };
+    let (fdata, vdata) = (fixed.data(), var.data());
     for (what, d) in [("fixed", fdata), ("variable", vdata)] {
         if d.len() as i64 >= MAX_PART {
             return Err(Error::new(
@@ -38,28 +104,35 @@ pub(super) fn assemble(
         }
     }
     let name = t.name.as_bytes();
-    let h = (28 + name.len()).next_multiple_of(4);
-    let total = h + fdata.len().next_multiple_of(4) + vdata.len().next_multiple_of(4);
-    let mut e = Vec::with_capacity(total);
-    e.extend_from_slice(&order.put_u32(fdata.len() as u32));
-    e.extend_from_slice(&order.put_u32(vdata.len() as u32));
-    e.extend_from_slice(&order.put_u32(p.rows as u32));
-    e.extend_from_slice(&order.put_u32(p.var.len() as u32));
-    e.extend_from_slice(&[0; 4]);
-    e.extend_from_slice(&order.put_u32(hash));
-    e.push(if fdata.is_empty() { 0 } else { fm.id() });
-    e.push(if vdata.is_empty() { 0 } else { vm.id() });
-    e.push(name.len() as u8);
-    e.push(0);
-    e.extend_from_slice(name);
-    e.resize(h, 0);
-    e.extend_from_slice(fdata);
-    e.resize(h + fdata.len().next_multiple_of(4), 0);
-    e.extend_from_slice(vdata);
-    e.resize(total, 0);
-    let adler = codec::extent_adler32(&e);
-    e[16..20].copy_from_slice(&order.put_u32(adler));
-    Ok((e, hash ^ adler))
+    let header_len = (28 + name.len()).next_multiple_of(4);
+    let mut header = Vec::with_capacity(header_len);
+    header.extend_from_slice(&order.put_u32(fdata.len() as u32));
+    header.extend_from_slice(&order.put_u32(vdata.len() as u32));
+    header.extend_from_slice(&order.put_u32(p.rows as u32));
+    header.extend_from_slice(&order.put_u32(var_len as u32));
+    header.extend_from_slice(&[0; 4]);
+    header.extend_from_slice(&order.put_u32(hash));
+    header.push(if fdata.is_empty() { 0 } else { fm.id() });
+    header.push(if vdata.is_empty() { 0 } else { vm.id() });
+    header.push(name.len() as u8);
+    header.push(0);
+    header.extend_from_slice(name);
+    header.resize(header_len, 0);
+    // adler32 of the extent as stored, its own slot (bytes 16..20) left out.
+    let mut adler = adler2::Adler32::new();
+    adler.write_slice(&header[..16]);
+    adler.write_slice(&header[20..]);
+    for part in [&fixed, &var] {
+        adler.write_slice(part.data());
+        adler.write_slice(part.padding());
+    }
+    let adler = adler.checksum();
+    header[16..20].copy_from_slice(&order.put_u32(adler));
+    Ok(Extent {
+        header,
+        parts: [fixed, var],
+        check: hash ^ adler,
+    })
 }
 
 /// The file header (§2): magic, then the byte-order and float-format probes.
