@@ -425,15 +425,10 @@ fn round_half_away(x: f64) -> f64 {
     }
     let whole = (x as i64) as f64; // toward zero, exactly
     let frac = x - whole; // exact
-    let r = if frac >= 0.5 {
-        whole + 1.0
-    } else if frac <= -0.5 {
-        whole - 1.0
-    } else {
-        whole
-    };
+    // Without branches: which way a value rounds is as unpredictable as the data.
+    let away = (frac >= 0.5) as i64 - (frac <= -0.5) as i64;
     // round(-0.4) is -0.0: the result keeps the sign of x.
-    r.copysign(x)
+    (whole + away as f64).copysign(x)
 }
 
 /// Writes `W`-byte values at `offset` of every record.
