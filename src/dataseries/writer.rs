@@ -17,9 +17,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use self::extent::{assemble, header_bytes, Extent};
+use self::extent::{encode, header_bytes, Extent};
 pub use self::options::{DsWriteOptions, WriterOptions};
-use self::pack::pack;
 use self::pipeline::Pipeline;
 use self::schema::{canonical, check_writable, resolve_type};
 use super::codec::{self, Mode};
@@ -39,9 +38,11 @@ pub struct Writer {
     current: Vec<RecordBatch>,
     current_rows: usize,
     current_var: usize,
-    /// Extents being packed and compressed, oldest first.
-    pipeline: Pipeline<Result<Extent>>,
-    /// How many extents may be under way before the caller waits for the oldest.
+    /// Filled extents not yet handed to the pool: they go two to a job (see `encode`).
+    filled: Vec<Vec<RecordBatch>>,
+    /// Jobs packing and compressing extents, oldest first.
+    pipeline: Pipeline<Result<Vec<Extent>>>,
+    /// How many jobs may be under way before the caller waits for the oldest.
     max_in_flight: usize,
     modes: Arc<[Mode]>,
     offset: u64,
@@ -129,10 +130,11 @@ impl Writer {
             current: Vec::new(),
             current_rows: 0,
             current_var: 4,
+            filled: Vec::new(),
             pipeline: Pipeline::new(),
-            // Two per thread keep every thread busy while the caller writes; more would only
-            // hold more extents in memory.
-            max_in_flight: 2 * rayon::current_num_threads().max(1),
+            // One job per thread and one more keep every thread busy while the caller writes;
+            // more would only hold more extents in memory.
+            max_in_flight: rayon::current_num_threads().max(1) + 1,
             modes,
             offset: 0,
             index: Vec::new(),
@@ -155,9 +157,9 @@ impl Writer {
             vec![Arc::new(BinaryArray::from(vec![w.t.xml.as_bytes()]))],
         )?;
         let xt = ExtentType::xmltype();
-        let packed = pack(&xt, std::slice::from_ref(&xml_batch), order).map_err(e)?;
-        let extent = assemble(&xt, packed, order, &w.modes, w.options.level).map_err(e)?;
-        w.emit(&xt.name, extent).map_err(e)?;
+        for extent in encode(&xt, &[vec![xml_batch]], order, &w.modes, w.options.level).map_err(e)? {
+            w.emit(&xt.name, extent).map_err(e)?;
+        }
         Ok(w)
     }
 
@@ -175,9 +177,12 @@ impl Writer {
         Ok(())
     }
 
-    fn emit_data(&mut self, extent: Extent) -> Result<()> {
+    fn emit_data(&mut self, extents: Vec<Extent>) -> Result<()> {
         let t = self.t.clone();
-        self.emit(&t.name, extent)
+        for extent in extents {
+            self.emit(&t.name, extent)?;
+        }
+        Ok(())
     }
 
     /// Converts a batch to the canonical column types of the type's fields.
@@ -255,28 +260,33 @@ impl Writer {
         Ok(())
     }
 
-    /// Hands the filled extent to the pool and writes the extents that are done.
+    /// Ends the extent being filled; every second one goes to the pool with its predecessor.
     fn close_extent(&mut self) -> Result<()> {
-        if self.current_rows == 0 {
+        if self.current_rows > 0 {
+            self.filled.push(std::mem::take(&mut self.current));
+            self.current_rows = 0;
+            self.current_var = 4;
+        }
+        if self.filled.len() < 2 {
             return Ok(());
         }
-        let slices = std::mem::take(&mut self.current);
-        self.current_rows = 0;
-        self.current_var = 4;
-        let (t, modes) = (self.t.clone(), self.modes.clone());
-        let (order, level) = (self.options.order, self.options.level);
-        self.pipeline.submit(move || {
-            let packed = pack(&t, &slices, order)?;
-            assemble(&t, packed, order, &modes, level)
-        });
+        self.submit_filled();
         while let Some(done) = self.pipeline.try_next() {
             self.emit_data(done?)?;
         }
         while self.pipeline.len() > self.max_in_flight {
-            let done = self.pipeline.next().expect("extents under way");
+            let done = self.pipeline.next().expect("jobs under way");
             self.emit_data(done?)?;
         }
         Ok(())
+    }
+
+    fn submit_filled(&mut self) {
+        let extents = std::mem::take(&mut self.filled);
+        let (t, modes) = (self.t.clone(), self.modes.clone());
+        let (order, level) = (self.options.order, self.options.level);
+        self.pipeline
+            .submit(move || encode(&t, &extents, order, &modes, level));
     }
 
     /// Writes the last extent, the index and the trailer, then moves the file into place.
@@ -287,6 +297,9 @@ impl Writer {
 
     fn finish_inner(&mut self) -> Result<WriteSummary> {
         self.close_extent()?;
+        if !self.filled.is_empty() {
+            self.submit_filled();
+        }
         while let Some(done) = self.pipeline.next() {
             self.emit_data(done?)?;
         }
@@ -314,10 +327,10 @@ impl Writer {
                 )),
             ],
         )?;
-        let p = pack(&it, std::slice::from_ref(&batch), order)?;
-        let extent = assemble(&it, p, order, &self.modes, self.options.level)?;
-        let plen = extent.len();
-        self.emit(INDEX_NAME, extent)?;
+        let mut index = encode(&it, &[vec![batch]], order, &self.modes, self.options.level)?;
+        let index = index.pop().expect("one extent");
+        let plen = index.len();
+        self.emit(INDEX_NAME, index)?;
         let mut tr = Vec::with_capacity(28);
         tr.extend_from_slice(&[0xff; 4]);
         tr.extend_from_slice(&order.put_u32(plen as u32));

@@ -4,9 +4,13 @@
 use std::io::{self, Write};
 
 use super::super::codec::{self, Mode};
-use super::super::file::{compact, partly_unpacked_hash, ByteOrder, MAX_PART};
+use arrow_array::RecordBatch;
+
+use super::super::file::{
+    compact, partly_unpacked_hash_after_fixed, ByteOrder, FIXED_HASH_INIT, MAX_PART,
+};
 use super::super::types::ExtentType;
-use super::pack::Packed;
+use super::pack::{pack, Packed};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Zeros that pad a part to a multiple of 4 bytes.
@@ -58,15 +62,47 @@ impl Extent {
     }
 }
 
-/// Compresses and assembles one extent (§3, §12, §13.2).
-pub(super) fn assemble(
+/// Packs extents, each given as its rows' batch slices, and assembles them; their fixed parts
+/// are hashed two at a time.
+pub(super) fn encode(
+    t: &ExtentType,
+    extents: &[Vec<RecordBatch>],
+    order: ByteOrder,
+    modes: &[Mode],
+    level: u32,
+) -> Result<Vec<Extent>> {
+    let packed = extents
+        .iter()
+        .map(|rows| pack(t, rows, order))
+        .collect::<Result<Vec<_>>>()?;
+    let mut fixed_hashes = Vec::with_capacity(packed.len());
+    for two in packed.chunks(2) {
+        match two {
+            [x, y] => {
+                let (hx, hy) =
+                    codec::lookup2_pair(&x.fixed, FIXED_HASH_INIT, &y.fixed, FIXED_HASH_INIT);
+                fixed_hashes.extend([hx, hy]);
+            }
+            one => fixed_hashes.extend(one.iter().map(|x| codec::lookup2(&x.fixed, FIXED_HASH_INIT))),
+        }
+    }
+    packed
+        .into_iter()
+        .zip(fixed_hashes)
+        .map(|(p, fixed_hash)| assemble(t, p, fixed_hash, order, modes, level))
+        .collect()
+}
+
+/// Compresses and assembles one extent (§3, §12, §13.2), given the hash of its fixed part.
+fn assemble(
     t: &ExtentType,
     p: Packed,
+    fixed_hash: u32,
     order: ByteOrder,
     modes: &[Mode],
     level: u32,
 ) -> Result<Extent> {
-    let hash = partly_unpacked_hash(order, &p.fixed, &p.var[4..], false)
+    let hash = partly_unpacked_hash_after_fixed(fixed_hash, order, &p.var[4..], false)
         .map_err(|m| Error::new(ErrorClass::BadValue, m))?;
     let fixed_src = if t.null_compact {
         compact(t, &p.fixed, p.rows)
