@@ -46,6 +46,8 @@ pub struct Writer {
     max_in_flight: usize,
     modes: Arc<[Mode]>,
     offset: u64,
+    /// Where the file's writeback was last started up to (see `emit`).
+    written_back: u64,
     index: Vec<(u64, String)>,
     chain: u32,
     rows: u64,
@@ -137,6 +139,7 @@ impl Writer {
             max_in_flight: rayon::current_num_threads().max(1) + 1,
             modes,
             offset: 0,
+            written_back: 0,
             index: Vec::new(),
             chain: 0,
             rows: 0,
@@ -168,12 +171,19 @@ impl Writer {
     }
 
     fn emit(&mut self, name: &str, extent: Extent) -> Result<()> {
-        extent.write_to(self.file.as_mut().expect("open").unbuffered()?)?;
+        let file = self.file.as_mut().expect("open");
+        extent.write_to(file.unbuffered()?)?;
         self.index.push((self.offset, name.to_string()));
         let (mut a, mut b, mut c) = (extent.check, self.chain, 1972u32);
         codec::mix(&mut a, &mut b, &mut c);
         self.chain = c;
         self.offset += extent.len();
+        // The disk writes what is done while later extents are packed; the flush at the end
+        // then waits for the last few only.
+        if self.offset - self.written_back >= WRITEBACK_STEP {
+            file.start_writeback(self.written_back, self.offset - self.written_back);
+            self.written_back = self.offset;
+        }
         Ok(())
     }
 
@@ -348,6 +358,9 @@ impl Writer {
         })
     }
 }
+
+/// Bytes written between two requests to start the file's writeback.
+const WRITEBACK_STEP: u64 = 8 << 20;
 
 /// Rows whose variable bytes are sized at a time: enough for tight loops, few enough to stay
 /// in cache.
