@@ -74,7 +74,7 @@ fn rows(n: usize, seed: u64, type_md: &[(&str, &str)], fixedwidth: bool) -> Reco
         payload.push((!null(5)).then(|| (0..len).map(|k| (x >> (k % 56)) as u8).collect()));
         flag.push((!null(6)).then_some(x & 1 == 0));
         byte.push((!null(7)).then_some((x >> 50) as u8));
-        fsb.push((!null(8)).then(|| [(x >> 3) as u8, 1, 2, 3, (x >> 11) as u8]));
+        fsb.push((!null(8)).then_some([(x >> 3) as u8, 1, 2, 3, (x >> 11) as u8]));
         ts.push((!null(9)).then_some(t >> 3));
         dict.push(["read", "write", "", "getattr"][((x >> 44) % 4) as usize]);
     }
@@ -90,11 +90,7 @@ fn rows(n: usize, seed: u64, type_md: &[(&str, &str)], fixedwidth: bool) -> Reco
         Field::new("payload", DataType::Binary, true),
         Field::new("flag", DataType::Boolean, true),
         Field::new("byte", DataType::UInt8, true),
-        Field::new(
-            "ts",
-            DataType::Timestamp(TimeUnit::Microsecond, None),
-            true,
-        ),
+        Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true),
     ];
     let mut cols: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from(time)),
@@ -229,7 +225,12 @@ fn multi_extent_files_keep_their_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let mut wrong = Vec::new();
     for (i, case) in CASES.iter().enumerate() {
-        let all = rows(30_000, 0x9e37_79b9_7f4a_7c15 ^ i as u64, case.type_md, case.fixedwidth);
+        let all = rows(
+            30_000,
+            0x9e37_79b9_7f4a_7c15 ^ i as u64,
+            case.type_md,
+            case.fixedwidth,
+        );
         let path = dir.path().join(format!("{}.ds", case.name));
         write(
             &path,
@@ -242,7 +243,10 @@ fn multi_extent_files_keep_their_bytes() {
         let bytes = std::fs::read(&path).unwrap();
         let got = (bytes.len(), digest(&bytes));
         // The case must reach what it is meant to: many extents, all rows readable.
-        let extents = DsFile::open(&path, Default::default()).unwrap().extents.len();
+        let extents = DsFile::open(&path, Default::default())
+            .unwrap()
+            .extents
+            .len();
         assert!(extents > 20, "{}: {extents} extents", case.name);
         let read: usize = ReaderBuilder::new()
             .build(&path)

@@ -160,7 +160,9 @@ impl Writer {
             vec![Arc::new(BinaryArray::from(vec![w.t.xml.as_bytes()]))],
         )?;
         let xt = ExtentType::xmltype();
-        for extent in encode(&xt, &[vec![xml_batch]], order, &w.modes, w.options.level).map_err(e)? {
+        for extent in
+            encode(&xt, &[vec![xml_batch]], order, &w.modes, w.options.level).map_err(e)?
+        {
             w.emit(&xt.name, extent).map_err(e)?;
         }
         Ok(w)
@@ -376,7 +378,10 @@ fn row_var_bytes(cols: &[&BinaryArray], from: usize, out: &mut [usize]) {
         let offsets = &a.value_offsets()[from..=from + out.len()];
         let lens = offsets.windows(2).map(|w| (w[1] - w[0]) as usize);
         match a.nulls().filter(|nb| nb.null_count() > 0) {
-            None => out.iter_mut().zip(lens).for_each(|(o, len)| *o += entry(len)),
+            None => out
+                .iter_mut()
+                .zip(lens)
+                .for_each(|(o, len)| *o += entry(len)),
             Some(nb) => {
                 let valid = nb.inner().slice(from, out.len());
                 for ((o, len), valid) in out.iter_mut().zip(lens).zip(&valid) {

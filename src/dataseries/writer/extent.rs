@@ -83,7 +83,10 @@ pub(super) fn encode(
                     codec::lookup2_pair(&x.fixed, FIXED_HASH_INIT, &y.fixed, FIXED_HASH_INIT);
                 fixed_hashes.extend([hx, hy]);
             }
-            one => fixed_hashes.extend(one.iter().map(|x| codec::lookup2(&x.fixed, FIXED_HASH_INIT))),
+            one => fixed_hashes.extend(
+                one.iter()
+                    .map(|x| codec::lookup2(&x.fixed, FIXED_HASH_INIT)),
+            ),
         }
     }
     packed
@@ -182,4 +185,3 @@ pub(super) fn header_bytes(order: ByteOrder) -> [u8; 40] {
     h[32..40].copy_from_slice(&order.put_u64(0x7ff8_0000_0000_0000));
     h
 }
-

@@ -62,7 +62,15 @@ pub(super) fn pack(t: &ExtentType, batches: &[RecordBatch], order: ByteOrder) ->
                     records[r * rs + at] |= mask;
                 }
             }
-            pack_bytes(f.kind, f.offset, f.mask, a.as_ref(), nulls.as_ref(), records, rs);
+            pack_bytes(
+                f.kind,
+                f.offset,
+                f.mask,
+                a.as_ref(),
+                nulls.as_ref(),
+                records,
+                rs,
+            );
         }
     }
     let var = pack_variable(t, &visible, &mut fixed, n, order)?;
@@ -76,7 +84,9 @@ pub(super) fn pack(t: &ExtentType, batches: &[RecordBatch], order: ByteOrder) ->
 
 /// The rows of `a` that are null, as set bits; `None` when there are none.
 fn null_rows(a: &dyn Array) -> Option<BooleanBuffer> {
-    a.nulls().filter(|nb| nb.null_count() > 0).map(|nb| !nb.inner())
+    a.nulls()
+        .filter(|nb| nb.null_count() > 0)
+        .map(|nb| !nb.inner())
 }
 
 /// Bool, byte and fixedwidth values of valid rows into their records (null rows stay 0).
@@ -394,7 +404,12 @@ fn gather<T: ArrowPrimitiveType, U: Copy + Default>(
 
 /// Other-relative packing: each stored value minus its base field's original value.
 #[inline(always)]
-fn minus<T: Copy>(v: &mut [T], base: &[T], stored: impl Fn(usize) -> bool, sub: impl Fn(T, T) -> T) {
+fn minus<T: Copy>(
+    v: &mut [T],
+    base: &[T],
+    stored: impl Fn(usize) -> bool,
+    sub: impl Fn(T, T) -> T,
+) {
     for (r, (x, &b)) in v.iter_mut().zip(base).enumerate() {
         if stored(r) {
             *x = sub(*x, b);
@@ -422,12 +437,12 @@ fn delta<T: Copy>(v: &mut [T], stored: impl Fn(usize) -> bool, sub: impl Fn(T, T
 #[inline(always)]
 fn round_half_away(x: f64) -> f64 {
     // From 2^52 on every double is an integer (and NaN and the infinities round to themselves).
-    if !(x.abs() < 4_503_599_627_370_496.0) {
+    if x.is_nan() || x.abs() >= 4_503_599_627_370_496.0 {
         return x;
     }
     let whole = (x as i64) as f64; // toward zero, exactly
     let frac = x - whole; // exact
-    // Without branches: which way a value rounds is as unpredictable as the data.
+                          // Without branches: which way a value rounds is as unpredictable as the data.
     let away = (frac >= 0.5) as i64 - (frac <= -0.5) as i64;
     // round(-0.4) is -0.0: the result keeps the sign of x.
     (whole + away as f64).copysign(x)
@@ -455,10 +470,28 @@ mod tests {
     fn round_half_away_is_f64_round() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut samples = vec![
-            0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, -0.49999999999999994,
-            4_503_599_627_370_495.5, -4_503_599_627_370_495.5, 4_503_599_627_370_496.0,
-            9.007_199_254_740_993e15, 1e300, -1e300, f64::MIN_POSITIVE, -f64::MIN_POSITIVE,
-            f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN,
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            -2.5,
+            0.49999999999999994,
+            -0.49999999999999994,
+            4_503_599_627_370_495.5,
+            -4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9.007_199_254_740_993e15,
+            1e300,
+            -1e300,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN,
         ];
         for _ in 0..200_000 {
             x ^= x << 13;
