@@ -3,10 +3,12 @@
 //! index and trailer; the file appears at its path only when complete.
 
 mod extent;
+mod numbers;
 mod options;
 mod pack;
 mod pipeline;
 mod schema;
+mod variable;
 
 use std::io::Write;
 use std::path::Path;
