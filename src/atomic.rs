@@ -89,6 +89,35 @@ impl AtomicFile {
         Ok(self.writer.get_mut().as_file_mut())
     }
 
+    /// Asks the kernel to start writing the bytes `offset..offset + len` of the file out to
+    /// disk (Linux; elsewhere, and for a file that is not durable, nothing), so that the flush
+    /// at [`AtomicFile::commit`] finds most of the file on disk already instead of waiting for
+    /// all of it. Bytes still in the buffer are not covered.
+    pub fn start_writeback(&mut self, offset: u64, len: u64) {
+        if !self.durable {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = self.writer.get_ref().as_file().as_raw_fd();
+            let (offset, len) = (offset.min(i64::MAX as u64), len.min(i64::MAX as u64));
+            // SAFETY: a valid open descriptor; the call only starts asynchronous writeback of
+            // the range's dirty pages. Its result is ignored: the flush at the commit is what
+            // the durability rests on.
+            unsafe {
+                libc::sync_file_range(
+                    fd,
+                    offset as libc::off64_t,
+                    len as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (offset, len);
+    }
+
     /// Renames the finished temporary file over the target.
     pub fn commit(self) -> Result<()> {
         let target = self.target;
@@ -168,6 +197,14 @@ impl StreamOutput {
     pub fn set_durable(&mut self, durable: bool) {
         if let StreamOutput::File(file) = self {
             file.set_durable(durable);
+        }
+    }
+
+    /// Starts writing a range of a file out early (see [`AtomicFile::start_writeback`]); no
+    /// effect on standard output or a sink.
+    pub fn start_writeback(&mut self, offset: u64, len: u64) {
+        if let StreamOutput::File(file) = self {
+            file.start_writeback(offset, len);
         }
     }
 

@@ -839,8 +839,22 @@ pub fn partly_unpacked_hash(
     var_body: &[u8],
     check: bool,
 ) -> Result<u32, String> {
-    let mut h = codec::lookup2(fixed, 1972);
-    h = codec::lookup2_zero_prefixed(var_body, h);
+    let fixed_hash = codec::lookup2(fixed, FIXED_HASH_INIT);
+    partly_unpacked_hash_after_fixed(fixed_hash, order, var_body, check)
+}
+
+/// The initial value of the fixed part's lookup2 in the partly-unpacked hash (§12.2).
+pub const FIXED_HASH_INIT: u32 = 1972;
+
+/// [`partly_unpacked_hash`] given the hash of the fixed part, `lookup2(fixed, 1972)`, which a
+/// writer computes for two extents at a time.
+pub fn partly_unpacked_hash_after_fixed(
+    fixed_hash: u32,
+    order: ByteOrder,
+    var_body: &[u8],
+    check: bool,
+) -> Result<u32, String> {
+    let mut h = codec::lookup2_zero_prefixed(var_body, fixed_hash);
     let mut words: Vec<u8> = Vec::with_capacity(4096);
     let mut at = 0usize;
     while at < var_body.len() {
