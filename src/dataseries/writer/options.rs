@@ -19,7 +19,7 @@ pub struct DsWriteOptions {
     pub xml: Option<String>,
 }
 
-/// Options of the DataSeries [`Writer`].
+/// Options of the DataSeries [`Writer`](super::Writer).
 #[derive(Debug, Clone)]
 pub struct WriterOptions {
     pub(super) type_name: Option<String>,
