@@ -6,7 +6,8 @@
 //! digest was taken from the writer at commit c015d9c (before the encoder was pipelined); a
 //! changed digest means changed bytes, which the format's readers would see.
 
-use std::collections::HashMap;
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,24 +15,7 @@ use arrow_array::types::Int32Type;
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use arrowsmith::dataseries::{ByteOrder, DsFile, Mode, ReaderBuilder, Writer, WriterOptions};
-
-/// A deterministic pseudo-random sequence (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn md(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (format!("dataseries.{k}"), v.to_string()))
-        .collect()
-}
+use common::{ds_metadata, Rng};
 
 /// `n` rows of every packing the writer does; `fixedwidth` only where the type allows it.
 fn rows(n: usize, seed: u64, type_md: &[(&str, &str)], fixedwidth: bool) -> RecordBatch {
@@ -79,14 +63,20 @@ fn rows(n: usize, seed: u64, type_md: &[(&str, &str)], fixedwidth: bool) -> Reco
         dict.push(["read", "write", "", "getattr"][((x >> 44) % 4) as usize]);
     }
     let mut fields = vec![
-        Field::new("time", DataType::Int64, false).with_metadata(md(&[("pack_relative", "time")])),
-        Field::new("end", DataType::Int64, true).with_metadata(md(&[("pack_relative", "time")])),
-        Field::new("seq", DataType::Int32, true).with_metadata(md(&[("pack_relative", "seq")])),
-        Field::new("lat", DataType::Float64, false).with_metadata(md(&[("pack_scale", "1e-3")])),
+        Field::new("time", DataType::Int64, false)
+            .with_metadata(ds_metadata(&[("pack_relative", "time")])),
+        Field::new("end", DataType::Int64, true)
+            .with_metadata(ds_metadata(&[("pack_relative", "time")])),
+        Field::new("seq", DataType::Int32, true)
+            .with_metadata(ds_metadata(&[("pack_relative", "seq")])),
+        Field::new("lat", DataType::Float64, false)
+            .with_metadata(ds_metadata(&[("pack_scale", "1e-3")])),
         Field::new("based", DataType::Float64, true)
-            .with_metadata(md(&[("opt_doublebase", "1000000")])),
-        Field::new("host", DataType::Binary, false).with_metadata(md(&[("pack_unique", "yes")])),
-        Field::new("path", DataType::Utf8, true).with_metadata(md(&[("pack_unique", "yes")])),
+            .with_metadata(ds_metadata(&[("opt_doublebase", "1000000")])),
+        Field::new("host", DataType::Binary, false)
+            .with_metadata(ds_metadata(&[("pack_unique", "yes")])),
+        Field::new("path", DataType::Utf8, true)
+            .with_metadata(ds_metadata(&[("pack_unique", "yes")])),
         Field::new("payload", DataType::Binary, true),
         Field::new("flag", DataType::Boolean, true),
         Field::new("byte", DataType::UInt8, true),
@@ -114,7 +104,7 @@ fn rows(n: usize, seed: u64, type_md: &[(&str, &str)], fixedwidth: bool) -> Reco
             FixedSizeBinaryArray::try_from_sparse_iter_with_size(fsb.into_iter(), 5).unwrap(),
         ));
     }
-    let schema = Schema::new(fields).with_metadata(md(type_md));
+    let schema = Schema::new(fields).with_metadata(ds_metadata(type_md));
     RecordBatch::try_new(Arc::new(schema), cols).unwrap()
 }
 

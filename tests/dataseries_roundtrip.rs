@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,25 +12,7 @@ use arrow_array::types::Int32Type;
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use arrowsmith::dataseries::{Mode, ReaderBuilder, Writer, WriterOptions};
-use common::data;
-
-/// A deterministic pseudo-random sequence (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn md(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (format!("dataseries.{k}"), v.to_string()))
-        .collect()
-}
+use common::{data, ds_metadata, Rng};
 
 /// Every Arrow type the writer maps, each nullable and not, plus packed fields.
 fn sample(n: usize, seed: u64) -> RecordBatch {
@@ -222,17 +203,23 @@ fn metadata_restores_the_xml_and_packing() {
         .map(|i| ["a.example", "b.example", "c"][i % 3])
         .collect();
     let schema = Schema::new(vec![
-        Field::new("time", DataType::Int64, false).with_metadata(md(&[("pack_relative", "time")])),
-        Field::new("end", DataType::Int64, false).with_metadata(md(&[("pack_relative", "time")])),
-        Field::new("seq", DataType::Int32, true).with_metadata(md(&[("pack_relative", "seq")])),
-        Field::new("scaled", DataType::Float64, false)
-            .with_metadata(md(&[("pack_scale", "0.25"), ("pack_relative", "scaled")])),
+        Field::new("time", DataType::Int64, false)
+            .with_metadata(ds_metadata(&[("pack_relative", "time")])),
+        Field::new("end", DataType::Int64, false)
+            .with_metadata(ds_metadata(&[("pack_relative", "time")])),
+        Field::new("seq", DataType::Int32, true)
+            .with_metadata(ds_metadata(&[("pack_relative", "seq")])),
+        Field::new("scaled", DataType::Float64, false).with_metadata(ds_metadata(&[
+            ("pack_scale", "0.25"),
+            ("pack_relative", "scaled"),
+        ])),
         Field::new("based", DataType::Float64, false)
-            .with_metadata(md(&[("opt_doublebase", "1000000")])),
-        Field::new("host", DataType::Utf8, false).with_metadata(md(&[("pack_unique", "yes")])),
+            .with_metadata(ds_metadata(&[("opt_doublebase", "1000000")])),
+        Field::new("host", DataType::Utf8, false)
+            .with_metadata(ds_metadata(&[("pack_unique", "yes")])),
         Field::new("flag", DataType::Boolean, false),
     ])
-    .with_metadata(md(&[
+    .with_metadata(ds_metadata(&[
         ("pack_null_compact", "non_bool"),
         ("comment", "x & y"),
     ]));
@@ -540,13 +527,14 @@ fn projection_limit_and_batch_size_across_extents_of_a_packed_type() {
     let schema = Arc::new(
         Schema::new(vec![
             Field::new("time", DataType::Int64, false)
-                .with_metadata(md(&[("pack_relative", "time")])),
+                .with_metadata(ds_metadata(&[("pack_relative", "time")])),
             Field::new("end", DataType::Int64, true)
-                .with_metadata(md(&[("pack_relative", "time")])),
-            Field::new("host", DataType::Utf8, true).with_metadata(md(&[("pack_unique", "yes")])),
+                .with_metadata(ds_metadata(&[("pack_relative", "time")])),
+            Field::new("host", DataType::Utf8, true)
+                .with_metadata(ds_metadata(&[("pack_unique", "yes")])),
             Field::new("flag", DataType::Boolean, false),
         ])
-        .with_metadata(md(&[("pack_null_compact", "non_bool")])),
+        .with_metadata(ds_metadata(&[("pack_null_compact", "non_bool")])),
     );
     let batch = RecordBatch::try_new(
         schema.clone(),

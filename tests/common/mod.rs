@@ -6,6 +6,7 @@
     reason = "every test binary compiles this module and uses only some of its helpers"
 )]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub mod ds2txt;
@@ -30,4 +31,26 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A deterministic pseudo-random sequence (xorshift64), so generated test data is the same on
+/// every run and a failure can be replayed from its seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// DataSeries field metadata: each `(key, value)` under the `dataseries.` prefix the reader
+/// and writer use for a field's XML attributes.
+pub fn ds_metadata(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (format!("dataseries.{k}"), v.to_string()))
+        .collect()
 }
