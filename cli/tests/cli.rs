@@ -2,6 +2,10 @@
 //! formats with real data, projection, limit and batch size, the exit codes, atomic output,
 //! `inspect`, `head` and `formats`.
 
+mod common;
+
+use common::{arrowsmith, assert_fails, assert_ok_quietly, p, stderr, stdout};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -17,51 +21,6 @@ use arrowsmith::{Format, ReadOptions, WriteOptions};
 use serde_json::Value;
 
 const FORMATS: [&str; 5] = ["parquet", "arrow", "arrows", "csv", "ndjson"];
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 temporary path")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Succeeded, with nothing on stderr.
-#[track_caller]
-fn assert_ok(out: &Output) {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        stdout(out),
-        stderr(out)
-    );
-    assert_eq!(stderr(out), "", "stderr of a success");
-}
-
-/// Failed with `code`; for data and I/O errors (1), exactly one `error:` line naming `names`.
-#[track_caller]
-fn assert_fails(out: &Output, code: i32, names: &str) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
-    assert!(err.starts_with("error:"), "stderr: {err}");
-    assert!(err.contains(names), "stderr should name {names:?}: {err}");
-    assert!(!err.contains("internal error"), "a panic: {err}");
-    if code == 1 {
-        assert_eq!(err.lines().count(), 1, "one line: {err}");
-    }
-}
 
 /// Columns that every format holds (CSV and NDJSON read them back as Int64, Float64, Utf8,
 /// Boolean and Date32 or Utf8, which cast back to these).
@@ -203,7 +162,7 @@ fn every_ecosystem_format_converts_to_every_other() {
         for to in FORMATS {
             let output = dir.path().join(format!("out-{from}.{to}"));
             let out = arrowsmith(&["convert", p(&input), p(&output)]);
-            assert_ok(&out);
+            assert_ok_quietly(&out);
             let back = read_one(&output, format(to));
             assert_same_values(&batch, &back, &format!("{from} -> {to}"));
         }
@@ -219,7 +178,7 @@ fn binary_formats_keep_types_exactly() {
         write(&input, format(from), &batch, 3);
         for to in ["parquet", "arrow", "arrows"] {
             let output = dir.path().join(format!("out-{from}.{to}"));
-            assert_ok(&arrowsmith(&["convert", p(&input), p(&output)]));
+            assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(&output)]));
             let back = read_one(&output, format(to));
             assert_eq!(
                 back.schema().fields(),
@@ -257,14 +216,14 @@ fn binary_formats_keep_schema_and_field_metadata() {
         write(&input, format(from), &batch, 3);
         for to in ["parquet", "arrow", "arrows"] {
             let output = dir.path().join(format!("meta-{from}.{to}"));
-            assert_ok(&arrowsmith(&["convert", p(&input), p(&output)]));
+            assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(&output)]));
             let (back, batches) = read(&output, format(to));
             assert_eq!(back, schema, "{from} -> {to}");
             for b in &batches {
                 assert_eq!(b.schema(), schema, "{from} -> {to}: a batch's schema");
             }
             let picked = dir.path().join(format!("meta-{from}-picked.{to}"));
-            assert_ok(&arrowsmith(&[
+            assert_ok_quietly(&arrowsmith(&[
                 "convert",
                 p(&input),
                 p(&picked),
@@ -310,7 +269,7 @@ fn an_arrow_stream_on_stdin_is_an_input() {
     for to in ["parquet", "arrow"] {
         let output = dir.path().join(format!("piped.{to}"));
         let out = arrowsmith_with_stdin(&["convert", "-", p(&output), "--from", "arrows"], &bytes);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         assert_eq!(read_one(&output, format(to)), batch, "stdin -> {to}");
     }
     // Into a legacy format, the stream's format detected (standard input is always a stream).
@@ -322,11 +281,11 @@ fn an_arrow_stream_on_stdin_is_an_input() {
         &["convert", "-", p(&jay)],
         &std::fs::read(&plain_stream).unwrap(),
     );
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert_same_values(&plain, &read_one(&jay, Format::Jay), "stdin -> jay");
 
     let out = arrowsmith_with_stdin(&["head", "-", "-n", "2"], &bytes);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert!(stdout(&out).contains("ints"), "{}", stdout(&out));
 
     // Damage names <stdin> and leaves nothing behind; other formats cannot come from a pipe.
@@ -349,7 +308,7 @@ fn explicit_formats_override_names() {
     let input = dir.path().join("data.txt");
     write(&input, Format::Csv, &batch, 50);
     let output = dir.path().join("data.bin");
-    assert_ok(&arrowsmith(&[
+    assert_ok_quietly(&arrowsmith(&[
         "convert",
         p(&input),
         p(&output),
@@ -367,7 +326,7 @@ fn explicit_formats_override_names() {
     let disguised = dir.path().join("really-parquet.csv");
     write(&disguised, Format::Parquet, &batch, 50);
     let output = dir.path().join("out.ndjson");
-    assert_ok(&arrowsmith(&["convert", p(&disguised), p(&output)]));
+    assert_ok_quietly(&arrowsmith(&["convert", p(&disguised), p(&output)]));
     assert_same_values(
         &batch,
         &read_one(&output, Format::Ndjson),
@@ -384,7 +343,7 @@ fn columns_are_projected_in_the_order_asked_for() {
         let input = dir.path().join(format!("in.{from}"));
         write(&input, format(from), &batch, 100);
         let output = dir.path().join(format!("out-{from}.parquet"));
-        assert_ok(&arrowsmith(&[
+        assert_ok_quietly(&arrowsmith(&[
             "convert",
             p(&input),
             p(&output),
@@ -405,7 +364,7 @@ fn limit_stops_after_n_rows() {
         write(&input, format(from), &batch, 128);
         for (limit, rows) in [(0, 0), (1, 1), (129, 129), (999, 999), (5000, 1000)] {
             let output = dir.path().join(format!("out-{from}-{limit}.arrow"));
-            assert_ok(&arrowsmith(&[
+            assert_ok_quietly(&arrowsmith(&[
                 "convert",
                 p(&input),
                 p(&output),
@@ -432,7 +391,7 @@ fn batch_size_sets_the_rows_per_batch() {
         let input = dir.path().join(format!("in.{from}"));
         write(&input, format(from), &batch, 1000);
         let output = dir.path().join(format!("out-{from}.arrows"));
-        assert_ok(&arrowsmith(&[
+        assert_ok_quietly(&arrowsmith(&[
             "convert",
             p(&input),
             p(&output),
@@ -447,7 +406,7 @@ fn batch_size_sets_the_rows_per_batch() {
 
 fn inspect_json(path: &Path) -> Value {
     let out = arrowsmith(&["inspect", p(path), "--json"]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     serde_json::from_str(&stdout(&out)).expect("inspect --json prints JSON")
 }
 
@@ -469,7 +428,7 @@ fn parquet_output_is_zstd_unless_told_otherwise() {
         let output = dir.path().join("out.parquet");
         let mut command = vec!["convert", p(&input), p(&output)];
         command.extend(&args);
-        assert_ok(&arrowsmith(&command));
+        assert_ok_quietly(&arrowsmith(&command));
         let report = inspect_json(&output);
         for column in report["structure"]["columns"].as_array().unwrap() {
             assert_eq!(
@@ -482,7 +441,7 @@ fn parquet_output_is_zstd_unless_told_otherwise() {
     }
 
     let output = dir.path().join("groups.parquet");
-    assert_ok(&arrowsmith(&[
+    assert_ok_quietly(&arrowsmith(&[
         "convert",
         p(&input),
         p(&output),
@@ -512,7 +471,7 @@ fn arrow_ipc_output_can_be_compressed() {
         ("arrows", "zstd:5"),
     ] {
         let output = dir.path().join(format!("out.{to}"));
-        assert_ok(&arrowsmith(&[
+        assert_ok_quietly(&arrowsmith(&[
             "convert",
             p(&input),
             p(&output),
@@ -526,7 +485,7 @@ fn arrow_ipc_output_can_be_compressed() {
         }
         // Read back by the CLI (checking every compressed buffer) and by the library.
         let verify = arrowsmith(&["inspect", p(&output), "--verify"]);
-        assert_ok(&verify);
+        assert_ok_quietly(&verify);
         assert!(stdout(&verify).contains("verify: ok"));
         assert_same_values(&batch, &read_one(&output, format(to)), codec);
     }
@@ -542,7 +501,7 @@ fn damaged_compressed_ipc_fails_cleanly() {
     write(&input, Format::Parquet, &batch, 1000);
     for (to, codec) in [("arrows", "zstd"), ("arrow", "lz4")] {
         let good = dir.path().join(format!("good.{to}"));
-        assert_ok(&arrowsmith(&[
+        assert_ok_quietly(&arrowsmith(&[
             "convert",
             p(&input),
             p(&good),
@@ -703,7 +662,7 @@ fn data_and_io_errors_exit_1_with_one_line_naming_the_file() {
         let head = arrowsmith(&["head", p(input)]);
         if input.ends_with("cut.arrows") {
             // The first rows of a cut stream are whole, and head reads no further.
-            assert_ok(&head);
+            assert_ok_quietly(&head);
         } else {
             assert_fails(&head, 1, names);
         }
@@ -764,7 +723,7 @@ fn a_failed_conversion_leaves_no_output_and_an_existing_one_untouched() {
 
     // With a limit that stops before the bad record, the same input converts.
     let output = dir.path().join("head.parquet");
-    assert_ok(&arrowsmith(&[
+    assert_ok_quietly(&arrowsmith(&[
         "convert",
         p(&input),
         p(&output),
@@ -796,13 +755,13 @@ fn inspect_reports_format_schema_rows_and_structure() {
         assert!(report.get("verify").is_none());
 
         let out = arrowsmith(&["inspect", p(&input), "--verify", "--json"]);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         let verified: Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(verified["verify"]["ok"], true);
         assert_eq!(verified["verify"]["rows"], 1000);
 
         let out = arrowsmith(&["inspect", p(&input)]);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         let text = stdout(&out);
         assert!(text.contains(&format!("format   {from}")), "{text}");
         assert!(text.contains("rows     1000"), "{text}");
@@ -838,7 +797,7 @@ fn inspect_verify_reports_a_file_that_does_not_read() {
 
     // Without --verify the structure is shown; the row count cannot be, and says why.
     let out = arrowsmith(&["inspect", p(&input)]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert!(
         stdout(&out).contains("rows     unknown"),
         "{}",
@@ -868,7 +827,7 @@ fn head_prints_the_first_rows() {
         let input = dir.path().join(format!("in.{from}"));
         write(&input, format(from), &batch, 30);
         let out = arrowsmith(&["head", p(&input), "-n", "3"]);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         let text = stdout(&out);
         // Border, header, border, three rows, border.
         assert_eq!(text.lines().count(), 7, "{from}: {text}");
@@ -880,7 +839,7 @@ fn head_prints_the_first_rows() {
 
         // (Names with line breaks take two lines of the table.)
         let out = arrowsmith(&["head", p(&input), "--columns", "id,x"]);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         assert_eq!(
             stdout(&out).lines().count(),
             14,
@@ -888,7 +847,7 @@ fn head_prints_the_first_rows() {
         );
 
         let out = arrowsmith(&["head", p(&input), "-n", "0", "--columns", "x,id"]);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         let text = stdout(&out);
         assert_eq!(text.lines().count(), 4, "{from}: header only: {text}");
         assert!(
@@ -910,14 +869,14 @@ fn head_reads_only_what_it_shows() {
     let input = dir.path().join("tail-broken.csv");
     std::fs::write(&input, &text).unwrap();
     let out = arrowsmith(&["head", p(&input), "-n", "5"]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert!(stdout(&out).contains("| 4 "));
 }
 
 #[test]
 fn formats_lists_every_format() {
     let out = arrowsmith(&["formats"]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + Format::ALL.len(), "{text}");
@@ -972,14 +931,14 @@ fn empty_inputs_convert_to_empty_outputs() {
     for input in [&header_only, &empty, &zero_rows] {
         for to in FORMATS {
             let output = dir.path().join(format!("out.{to}"));
-            assert_ok(&arrowsmith(&["convert", p(input), p(&output)]));
+            assert_ok_quietly(&arrowsmith(&["convert", p(input), p(&output)]));
             let (_, batches) = read(&output, format(to));
             assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
         }
     }
     // A CSV of no rows still has its header.
     let output = dir.path().join("zero.csv");
-    assert_ok(&arrowsmith(&["convert", p(&zero_rows), p(&output)]));
+    assert_ok_quietly(&arrowsmith(&["convert", p(&zero_rows), p(&output)]));
     assert_eq!(
         std::fs::read_to_string(&output).unwrap(),
         "id,name,x,flag,day\n"
@@ -993,7 +952,7 @@ fn schemas_survive_a_zero_row_limit() {
     let batch = rich_batch();
     write(&input, Format::Arrow, &batch, 4);
     let output = dir.path().join("none.parquet");
-    assert_ok(&arrowsmith(&[
+    assert_ok_quietly(&arrowsmith(&[
         "convert",
         p(&input),
         p(&output),
@@ -1014,7 +973,7 @@ fn huge_numbers_are_taken_in_stride() {
     let max = u64::MAX.to_string();
     for to in FORMATS {
         let output = dir.path().join(format!("out.{to}"));
-        assert_ok(&arrowsmith(&[
+        assert_ok_quietly(&arrowsmith(&[
             "convert",
             p(&input),
             p(&output),
@@ -1025,7 +984,7 @@ fn huge_numbers_are_taken_in_stride() {
         ]));
         assert_same_values(&batch, &read_one(&output, format(to)), to);
     }
-    assert_ok(&arrowsmith(&["head", p(&input), "-n", &max]));
+    assert_ok_quietly(&arrowsmith(&["head", p(&input), "-n", &max]));
 }
 
 #[cfg(unix)]
@@ -1105,7 +1064,7 @@ fn head_shortens_wide_lists_and_long_text_as_polars_does() {
     write(&input, Format::Arrow, &batch, 2);
 
     let out = arrowsmith(&["head", p(&input)]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     let table = stdout(&out);
     let row = |i: usize| table.lines().nth(3 + i).unwrap().to_string();
 

@@ -1,58 +1,17 @@
 //! The command line on bcolz directories: inspect (with --verify), head, convert both ways and
 //! --append, and clean failures (exit code 1, one `error:` line, nothing left behind).
 
+mod common;
+
+use common::{arrowsmith, assert_fails, assert_ok, data, p, stderr};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("data/bcolz/datasets")
-        .join(name)
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_ok(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A failure: exit 1 (data or I/O) or 2 (usage: an option, an existing target), never a panic.
-#[track_caller]
-fn assert_fails(out: &Output, needle: &str) {
-    assert!(
-        matches!(out.status.code(), Some(1 | 2)),
-        "stderr: {}",
-        stderr(out)
-    );
-    let err = stderr(out);
-    assert!(
-        err.starts_with("error:") && err.lines().count() == 1,
-        "{err}"
-    );
-    assert!(err.contains(needle), "{err:?} lacks {needle:?}");
-}
 
 fn read_parquet(path: &Path) -> RecordBatch {
     let file = std::fs::File::open(path).unwrap();
@@ -63,6 +22,10 @@ fn read_parquet(path: &Path) -> RecordBatch {
     let schema = reader.schema();
     let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
     arrow::compute::concat_batches(&schema, &batches).unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    data("bcolz/datasets").join(name)
 }
 
 #[test]
@@ -158,6 +121,7 @@ fn convert_both_ways_and_append() {
     // An existing target is refused unless --overwrite; --append adds the rows in place.
     assert_fails(
         &arrowsmith(&["convert", p(&parquet), p(&out)]),
+        2,
         "already exists",
     );
     assert_ok(&arrowsmith(&["convert", p(&parquet), p(&out), "--append"]));
@@ -227,6 +191,7 @@ fn convert_both_ways_and_append() {
             p(&tmp.path().join("y.parquet")),
             "--bcolz-no-sync",
         ]),
+        2,
         "bcolz",
     );
     assert_fails(
@@ -236,6 +201,7 @@ fn convert_both_ways_and_append() {
             p(&tmp.path().join("x.parquet")),
             "--bcolz-carray",
         ]),
+        2,
         "bcolz",
     );
 }
@@ -246,6 +212,7 @@ fn failures_exit_1_and_leave_nothing_behind() {
     let out = tmp.path().join("x.parquet");
     assert_fails(
         &arrowsmith(&["convert", p(&fixture("object_pickled")), p(&out)]),
+        1,
         "object",
     );
     assert!(!out.exists());
@@ -257,7 +224,7 @@ fn failures_exit_1_and_leave_nothing_behind() {
         p(&arrow),
     ]));
     let target = tmp.path().join("t.bcolz");
-    assert_fails(&arrowsmith(&["convert", p(&arrow), p(&target)]), "null");
+    assert_fails(&arrowsmith(&["convert", p(&arrow), p(&target)]), 1, "null");
     let left: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -284,6 +251,6 @@ fn failures_exit_1_and_leave_nothing_behind() {
         "100",
     ]));
     std::fs::remove_file(broken.join("data/__3.blp")).unwrap();
-    assert_fails(&arrowsmith(&["convert", p(&broken), p(&out)]), "__3.blp");
+    assert_fails(&arrowsmith(&["convert", p(&broken), p(&out)]), 1, "__3.blp");
     assert!(!out.exists());
 }

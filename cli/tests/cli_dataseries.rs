@@ -1,38 +1,14 @@
 //! The command line on DataSeries files: `convert` both ways with `--type`, `--utf8`, codec and
 //! extent-size options; `inspect` (types, XML, extents, `--verify`); `head`; and clear errors.
 
+mod common;
+
+use common::{arrowsmith, assert_ok, data, p};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use arrowsmith::dataseries::{DsFile, OpenOptions, ReaderBuilder};
 use serde_json::Value;
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("data/dataseries")
-        .join(name)
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
 
 fn read_all(path: &Path, ty: Option<&str>) -> Vec<arrow_array::RecordBatch> {
     let mut b = ReaderBuilder::new();
@@ -43,6 +19,10 @@ fn read_all(path: &Path, ty: Option<&str>) -> Vec<arrow_array::RecordBatch> {
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    data("dataseries").join(name)
 }
 
 #[test]
@@ -61,7 +41,7 @@ fn convert_to_arrow_and_back_keeps_values_and_xml() {
         "{err}"
     );
     assert!(!pq.exists());
-    ok(&arrowsmith(&[
+    assert_ok(&arrowsmith(&[
         "convert",
         p(&src),
         p(&pq),
@@ -69,7 +49,7 @@ fn convert_to_arrow_and_back_keeps_values_and_xml() {
         "Test::Packing",
     ]));
     let ds = dir.path().join("back.ds");
-    ok(&arrowsmith(&[
+    assert_ok(&arrowsmith(&[
         "convert",
         p(&pq),
         p(&ds),
@@ -116,8 +96,8 @@ fn convert_options_and_errors() {
     }
     // --utf8 turns variable32 into Utf8 on the way to Parquet; best uses the reference's rule.
     let pq = dir.path().join("u.parquet");
-    ok(&arrowsmith(&["convert", p(&src), p(&pq), "--utf8"]));
-    ok(&arrowsmith(&[
+    assert_ok(&arrowsmith(&["convert", p(&src), p(&pq), "--utf8"]));
+    assert_ok(&arrowsmith(&[
         "convert",
         p(&pq),
         p(&out),
@@ -157,7 +137,7 @@ fn convert_options_and_errors() {
 #[test]
 fn inspect_lists_types_extents_and_verifies() {
     let src = fixture("generated/basic-all.ds");
-    let text = ok(&arrowsmith(&["inspect", p(&src), "--verify"]));
+    let text = assert_ok(&arrowsmith(&["inspect", p(&src), "--verify"]));
     assert!(
         text.contains("Test::Basic") && text.contains("<field type=\"int32\" name=\"i\" />"),
         "{text}"
@@ -167,7 +147,7 @@ fn inspect_lists_types_extents_and_verifies() {
         "{text}"
     );
     let json: Value =
-        serde_json::from_str(&ok(&arrowsmith(&["inspect", p(&src), "--json"]))).unwrap();
+        serde_json::from_str(&assert_ok(&arrowsmith(&["inspect", p(&src), "--json"]))).unwrap();
     let s = &json["structure"];
     assert_eq!(s["byte_order"], "little-endian");
     assert_eq!(s["types"][0]["rows"], 40);
@@ -184,7 +164,7 @@ fn inspect_lists_types_extents_and_verifies() {
     let o = arrowsmith(&["inspect", p(&bad), "--verify"]);
     assert_eq!(o.status.code(), Some(1));
     // Big-endian files say so.
-    let text = ok(&arrowsmith(&[
+    let text = assert_ok(&arrowsmith(&[
         "inspect",
         p(&fixture("bigendian/be-basic-zlib.ds")),
     ]));
@@ -196,7 +176,7 @@ fn head_reads_one_type() {
     // (Test::Packing has Timestamp(ns, "UTC") columns, which this build's table printer cannot
     // show without arrow's chrono-tz feature; Info::DSRepack is plain.)
     let multitype = fixture("generated/multitype.ds");
-    let text = ok(&arrowsmith(&[
+    let text = assert_ok(&arrowsmith(&[
         "head",
         "-n",
         "2",
@@ -213,5 +193,5 @@ fn head_reads_one_type() {
         p(&fixture("generated/basic-zlib.ds")),
         "--utf8=s,ns",
     ]);
-    assert!(ok(&o).contains("hello world"));
+    assert!(assert_ok(&o).contains("hello world"));
 }

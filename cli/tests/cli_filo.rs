@@ -2,49 +2,16 @@
 //! --filo-type T` keeps its values, Arrow columns convert back to the golden bytes, Filo sets
 //! convert both ways, `inspect` shows each vector, and bad input fails with one `error:` line.
 
+mod common;
+
+use common::{arrowsmith, assert_fails, assert_ok, data, p, stderr};
+
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use arrow_array::{Array, RecordBatch};
 use arrowsmith::filo;
 use serde_json::Value;
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("data/filo")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_ok(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-#[track_caller]
-fn assert_fails(out: &Output, code: i32, names: &str) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
-    assert!(err.starts_with("error:"), "stderr: {err}");
-    assert!(err.contains(names), "stderr should name {names:?}: {err}");
-    assert!(!err.contains("internal error"), "a panic: {err}");
-}
 
 fn read_arrow(path: &Path) -> Vec<RecordBatch> {
     let reader = arrow::ipc::reader::FileReader::try_new(File::open(path).unwrap(), None).unwrap();
@@ -52,7 +19,7 @@ fn read_arrow(path: &Path) -> Vec<RecordBatch> {
 }
 
 fn manifest() -> Vec<Value> {
-    std::fs::read_to_string(data().join("vectors/manifest.jsonl"))
+    std::fs::read_to_string(data("filo").join("vectors/manifest.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -65,7 +32,7 @@ fn every_golden_vector_converts_to_arrow_and_back_to_its_bytes() {
     for m in manifest() {
         let name = m["name"].as_str().unwrap();
         let filo_type = m["type"].as_str().unwrap();
-        let bin = data().join(format!("vectors/{name}.bin"));
+        let bin = data("filo").join(format!("vectors/{name}.bin"));
         let arrow = dir.path().join(format!("{name}.arrow"));
         assert_ok(&arrowsmith(&[
             "convert",
@@ -116,7 +83,7 @@ fn every_golden_vector_converts_to_arrow_and_back_to_its_bytes() {
 
 #[test]
 fn inspect_shows_the_vector_header_and_widths() {
-    let bin = data().join("vectors/int_diff_u8.bin");
+    let bin = data("filo").join("vectors/int_diff_u8.bin");
     let out = arrowsmith(&[
         "inspect",
         p(&bin),
@@ -140,7 +107,7 @@ fn inspect_shows_the_vector_header_and_widths() {
     }
     let out = arrowsmith(&[
         "inspect",
-        p(&data().join("vectors/string_dict_300_i16.bin")),
+        p(&data("filo").join("vectors/string_dict_300_i16.bin")),
         "--from",
         "filo-vector",
         "--filo-type",
@@ -155,7 +122,7 @@ fn inspect_shows_the_vector_header_and_widths() {
 
 #[test]
 fn inspect_lists_every_column_chunk_of_a_set() {
-    let out = arrowsmith(&["inspect", p(&data().join("set.filo")), "--verify"]);
+    let out = arrowsmith(&["inspect", p(&data("filo").join("set.filo")), "--verify"]);
     let text = assert_ok(&out);
     for want in [
         "10 rows, 2 columns, 2 chunks",
@@ -173,7 +140,7 @@ fn sets_convert_both_ways() {
     let parquet = dir.path().join("s.parquet");
     assert_ok(&arrowsmith(&[
         "convert",
-        p(&data().join("set.filo")),
+        p(&data("filo").join("set.filo")),
         p(&parquet),
     ]));
     let set = dir.path().join("s.filo");
@@ -207,7 +174,7 @@ fn sets_convert_both_ways() {
 #[test]
 fn bad_input_fails_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = data().join("vectors/int_i8.bin");
+    let bin = data("filo").join("vectors/int_i8.bin");
     // No element type: a usage error.
     let out = arrowsmith(&[
         "convert",
@@ -252,7 +219,7 @@ fn bad_input_fails_with_one_line() {
     // --filo-type with formats it does not apply to.
     let out = arrowsmith(&[
         "convert",
-        p(&data().join("set.filo")),
+        p(&data("filo").join("set.filo")),
         p(&dir.path().join("z.arrow")),
         "--filo-type",
         "Int",

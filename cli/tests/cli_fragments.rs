@@ -2,9 +2,13 @@
 //! as a conversion's target, the permissions of what arrowsmith creates, and the other things
 //! a new user trips on.
 
+mod common;
+
+use common::{arrowsmith, assert_ok_bytes, data, p};
+
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use arrow::compute::concat_batches;
@@ -13,33 +17,6 @@ use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::{Format, ReadOptions, WriteOptions};
 use serde_json::Value;
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
-}
-
-#[track_caller]
-fn ok(out: &Output) -> &[u8] {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    &out.stdout
-}
 
 /// The Arrow IPC stream a conversion to `-` printed, as one batch.
 fn stream_batch(bytes: &[u8]) -> RecordBatch {
@@ -71,7 +48,7 @@ fn sample(rows: usize) -> RecordBatch {
 /// the extra arguments reading it needs.
 fn input(dir: &Path, format: Format) -> (PathBuf, Vec<&'static str>) {
     if format == Format::Vs {
-        return (data().join("vs/f64_r1_plain.vs"), vec![]);
+        return (data("vs/f64_r1_plain.vs"), vec![]);
     }
     let mut batch = sample(6_000);
     let mut extra = vec![];
@@ -106,7 +83,7 @@ fn every_format_lists_fragments_and_converts_each_one() {
         let mut args = vec!["fragments", p(&path), "--target-rows", "1500"];
         args.extend(from);
         args.extend(&extra);
-        let listing = String::from_utf8(ok(&arrowsmith(&args)).to_vec()).unwrap();
+        let listing = String::from_utf8(assert_ok_bytes(&arrowsmith(&args)).to_vec()).unwrap();
         let fragments: Vec<Value> = listing
             .lines()
             .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
@@ -116,7 +93,7 @@ fn every_format_lists_fragments_and_converts_each_one() {
         let mut whole_args = vec!["convert", p(&path), "-"];
         whole_args.extend(from);
         whole_args.extend(&extra);
-        let whole = stream_batch(ok(&arrowsmith(&whole_args)));
+        let whole = stream_batch(assert_ok_bytes(&arrowsmith(&whole_args)));
 
         let mut parts = Vec::new();
         for (k, f) in fragments.iter().enumerate() {
@@ -128,7 +105,7 @@ fn every_format_lists_fragments_and_converts_each_one() {
             args.extend(["--target-rows", "1500"]);
             args.extend(from);
             args.extend(&extra);
-            let part = stream_batch(ok(&arrowsmith(&args)));
+            let part = stream_batch(assert_ok_bytes(&arrowsmith(&args)));
             if f["rows_exact"] == true {
                 assert_eq!(
                     part.num_rows() as u64,
@@ -159,13 +136,7 @@ fn every_format_lists_fragments_and_converts_each_one() {
 
 #[test]
 fn a_fragment_that_is_not_there_is_a_usage_error() {
-    let out = arrowsmith(&[
-        "convert",
-        p(&data().join("jay/tiny.jay")),
-        "-",
-        "--fragment",
-        "7",
-    ]);
+    let out = arrowsmith(&["convert", p(&data("jay/tiny.jay")), "-", "--fragment", "7"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("there is no fragment 7"), "{err}");
@@ -175,33 +146,21 @@ fn a_fragment_that_is_not_there_is_a_usage_error() {
 
 #[test]
 fn standard_output_carries_streaming_formats_only() {
-    let jay = data().join("jay/all_types.jay");
+    let jay = data("jay/all_types.jay");
     let expected = arrowsmith::open(&jay, &ReadOptions::default()).unwrap();
     let schema = expected.schema();
     let batches: Vec<RecordBatch> = expected.collect::<Result<_, _>>().unwrap();
     let expected = concat_batches(&schema, &batches).unwrap();
     assert_eq!(
-        stream_batch(ok(&arrowsmith(&["convert", p(&jay), "-"]))),
+        stream_batch(assert_ok_bytes(&arrowsmith(&["convert", p(&jay), "-"]))),
         expected
     );
 
-    let csv = arrowsmith(&[
-        "convert",
-        p(&data().join("jay/tiny.jay")),
-        "-",
-        "--to",
-        "csv",
-    ]);
-    let text = String::from_utf8(ok(&csv).to_vec()).unwrap();
+    let csv = arrowsmith(&["convert", p(&data("jay/tiny.jay")), "-", "--to", "csv"]);
+    let text = String::from_utf8(assert_ok_bytes(&csv).to_vec()).unwrap();
     assert!(text.lines().count() > 1, "a header and rows: {text}");
-    let ndjson = arrowsmith(&[
-        "convert",
-        p(&data().join("jay/tiny.jay")),
-        "-",
-        "--to",
-        "ndjson",
-    ]);
-    assert!(ok(&ndjson).starts_with(b"{"));
+    let ndjson = arrowsmith(&["convert", p(&data("jay/tiny.jay")), "-", "--to", "ndjson"]);
+    assert!(assert_ok_bytes(&ndjson).starts_with(b"{"));
 
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
@@ -235,7 +194,7 @@ fn outputs_get_the_permissions_of_the_umask() {
                 ])
                 .output()
                 .unwrap();
-            ok(&out);
+            assert_ok_bytes(&out);
             let mode = target.metadata().unwrap().permissions().mode() & 0o777;
             let want = if target.is_dir() { dir_mode } else { file_mode };
             assert_eq!(mode, want, "{name} under umask {umask}: {mode:o}");
@@ -247,8 +206,8 @@ fn outputs_get_the_permissions_of_the_umask() {
 fn type_names_a_dataseries_outputs_extent_type() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.ds");
-    let jay = data().join("jay/tiny.jay");
-    ok(&arrowsmith(&[
+    let jay = data("jay/tiny.jay");
+    assert_ok_bytes(&arrowsmith(&[
         "convert",
         p(&jay),
         p(&out),
@@ -263,7 +222,7 @@ fn type_names_a_dataseries_outputs_extent_type() {
 
     // --type-name stays as the older spelling; naming two different types is refused.
     let again = dir.path().join("u.ds");
-    ok(&arrowsmith(&[
+    assert_ok_bytes(&arrowsmith(&[
         "convert",
         p(&jay),
         p(&again),

@@ -2,9 +2,12 @@
 //! `inspect` shows the structure down to the buffers, conversions keep every value, and every
 //! damaged file fails with exit code 1 and one `error:` line, never a panic.
 
+mod common;
+
+use common::{arrowsmith, assert_ok_quietly, data, p, stderr};
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use arrow::compute::concat_batches;
 use arrow_array::cast::AsArray;
@@ -14,20 +17,6 @@ use arrow_schema::{DataType, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("data/jay")
-        .join(name)
-}
-
 fn manifest() -> serde_json::Map<String, Value> {
     let text = std::fs::read_to_string(fixture("manifest.json")).unwrap();
     match serde_json::from_str(&text).unwrap() {
@@ -36,29 +25,14 @@ fn manifest() -> serde_json::Map<String, Value> {
     }
 }
 
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_ok(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    assert_eq!(stderr(out), "");
-    stdout(out)
+fn fixture(name: &str) -> PathBuf {
+    data("jay").join(name)
 }
 
 #[test]
 fn inspect_shows_the_buffers_of_tiny_jay() {
     let tiny = fixture("tiny.jay");
-    let text = assert_ok(&arrowsmith(&["inspect", p(&tiny)]));
+    let text = assert_ok_quietly(&arrowsmith(&["inspect", p(&tiny)]));
     for expected in [
         "format   jay (h2oai/datatable Jay file)",
         "rows     3",
@@ -84,7 +58,7 @@ fn inspect_shows_the_buffers_of_tiny_jay() {
     }
 
     let out = arrowsmith(&["inspect", p(&tiny), "--json"]);
-    let report: Value = serde_json::from_str(&assert_ok(&out)).unwrap();
+    let report: Value = serde_json::from_str(&assert_ok_quietly(&out)).unwrap();
     assert_eq!(report["format"], "jay");
     assert_eq!(report["rows"], 3);
     let jay = &report["structure"];
@@ -111,7 +85,7 @@ fn inspect_shows_the_buffers_of_tiny_jay() {
 #[test]
 fn inspect_goes_down_into_array_children() {
     let out = arrowsmith(&["inspect", p(&fixture("arrays.jay")), "--json", "--verify"]);
-    let report: Value = serde_json::from_str(&assert_ok(&out)).unwrap();
+    let report: Value = serde_json::from_str(&assert_ok_quietly(&out)).unwrap();
     let aa = &report["structure"]["columns"][2];
     assert_eq!(aa["jay_type"], "Arr32(Arr32(Int32))");
     assert_eq!(aa["child"]["jay_type"], "Arr32(Int32)");
@@ -120,7 +94,7 @@ fn inspect_goes_down_into_array_children() {
     assert!(aa["child"]["child"]["buffers"]["data"]["offset"].is_u64());
     assert_eq!(report["verify"]["ok"], true);
 
-    let text = assert_ok(&arrowsmith(&["inspect", p(&fixture("arrays.jay"))]));
+    let text = assert_ok_quietly(&arrowsmith(&["inspect", p(&fixture("arrays.jay"))]));
     assert!(text.contains("2.child.child"), "{text}");
 }
 
@@ -131,7 +105,7 @@ fn inspect_matches_the_manifest_for_every_good_fixture() {
             continue;
         }
         let out = arrowsmith(&["inspect", p(&fixture(&name)), "--json", "--verify"]);
-        let report: Value = serde_json::from_str(&assert_ok(&out)).unwrap();
+        let report: Value = serde_json::from_str(&assert_ok_quietly(&out)).unwrap();
         assert_eq!(report["verify"]["ok"], true, "{name}");
         assert_eq!(report["structure"]["nrows"], entry["nrows"], "{name}");
         assert_eq!(report["structure"]["nkeys"], entry["nkeys"], "{name}");
@@ -184,7 +158,7 @@ fn read_parquet(path: &Path) -> RecordBatch {
 fn all_types_converts_to_parquet_value_for_value() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("all_types.parquet");
-    assert_ok(&arrowsmith(&[
+    assert_ok_quietly(&arrowsmith(&[
         "convert",
         p(&fixture("all_types.jay")),
         p(&output),
@@ -234,13 +208,16 @@ fn every_good_fixture_converts_to_every_ecosystem_format() {
                 assert!(!output.exists());
                 continue;
             }
-            assert_ok(&out);
+            assert_ok_quietly(&out);
             if entry["columns"].as_array().unwrap().is_empty() {
                 continue;
             }
-            let report: Value =
-                serde_json::from_str(&assert_ok(&arrowsmith(&["inspect", p(&output), "--json"])))
-                    .unwrap();
+            let report: Value = serde_json::from_str(&assert_ok_quietly(&arrowsmith(&[
+                "inspect",
+                p(&output),
+                "--json",
+            ])))
+            .unwrap();
             assert_eq!(report["rows"], entry["nrows"], "{name} -> {to}");
         }
     }
@@ -248,12 +225,12 @@ fn every_good_fixture_converts_to_every_ecosystem_format() {
 
 #[test]
 fn head_shows_jay_rows() {
-    let text = assert_ok(&arrowsmith(&["head", p(&fixture("tiny.jay")), "-n", "2"]));
+    let text = assert_ok_quietly(&arrowsmith(&["head", p(&fixture("tiny.jay")), "-n", "2"]));
     assert_eq!(
         text,
         "+------+------+\n| A    | B    |\n+------+------+\n| 1    | a    |\n| null | null |\n+------+------+\n"
     );
-    let text = assert_ok(&arrowsmith(&[
+    let text = assert_ok_quietly(&arrowsmith(&[
         "head",
         p(&fixture("all_types.jay")),
         "--columns",

@@ -4,8 +4,11 @@
 //! Each test first asks the library whether this build writes Jay at all, and passes with a
 //! note when it does not yet.
 
+mod common;
+
+use common::{arrowsmith, p, stderr};
+
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use arrow::compute::{cast, concat_batches};
@@ -15,21 +18,6 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::{ErrorClass, Format, ReadOptions, WriteOptions};
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn jay_writer_available() -> bool {
     let dir = tempfile::tempdir().unwrap();

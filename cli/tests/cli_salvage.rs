@@ -2,32 +2,16 @@
 //! `warning:` line, the exit status says whether anything was salvaged, and `inspect --verify
 //! --json` lists the damage with its offsets before anything is converted.
 
+mod common;
+
+use common::{arrowsmith, copy_dir, data, p, stderr};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use arrow::compute::concat_batches;
 use arrow_array::RecordBatch;
 use arrowsmith::ReadOptions;
 use serde_json::Value;
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data")
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn read(path: &Path) -> RecordBatch {
     let reader = arrowsmith::open(path, &ReadOptions::default()).unwrap();
@@ -39,7 +23,7 @@ fn read(path: &Path) -> RecordBatch {
 /// basic-zlib.ds with the second of its four extents damaged (a flipped byte in its body),
 /// and the offset and rows of that extent.
 fn damaged_dataseries(dir: &Path) -> (PathBuf, u64, usize) {
-    let src = data().join("dataseries/generated/basic-zlib.ds");
+    let src = data("dataseries/generated/basic-zlib.ds");
     let file = arrowsmith::dataseries::DsFile::open(&src, Default::default()).unwrap();
     let extent = file
         .extents_of("Test::Basic")
@@ -82,11 +66,11 @@ fn convert_salvage_writes_the_intact_rows_and_warns_once_per_skipped_part() {
         "{err}"
     );
 
-    let original = read(&data().join("dataseries/generated/basic-zlib.ds"));
+    let original = read(&data("dataseries/generated/basic-zlib.ds"));
     let got = read(&output);
     assert_eq!(got.num_rows(), 40 - rows);
     // The intact extents' rows, in order: the first extent, then the third and fourth.
-    let head = file_extent_rows(&data().join("dataseries/generated/basic-zlib.ds"))[0];
+    let head = file_extent_rows(&data("dataseries/generated/basic-zlib.ds"))[0];
     let tail = got.num_rows() - head;
     assert_eq!(
         got.slice(0, head).columns(),
@@ -111,7 +95,7 @@ fn convert_salvage_fails_when_nothing_could_be_read_and_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("out.arrow");
     // Every column of this Jay frame is damaged.
-    let input = data().join("jay/bad/frame_nrows_4.jay");
+    let input = data("jay/bad/frame_nrows_4.jay");
     let out = arrowsmith(&["convert", p(&input), p(&output), "--salvage"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -121,7 +105,7 @@ fn convert_salvage_fails_when_nothing_could_be_read_and_leaves_no_output() {
     assert!(!output.exists());
 
     // Damage to the whole file: one error, as without --salvage.
-    let input = data().join("jay/bad/truncated_half.jay");
+    let input = data("jay/bad/truncated_half.jay");
     let out = arrowsmith(&["convert", p(&input), p(&output), "--salvage"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).starts_with("error:"), "{}", stderr(&out));
@@ -131,7 +115,7 @@ fn convert_salvage_fails_when_nothing_could_be_read_and_leaves_no_output() {
 fn convert_salvage_drops_a_damaged_jay_column_and_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("out.arrow");
-    let input = data().join("jay/bad/bool8_value_2.jay");
+    let input = data("jay/bad/bool8_value_2.jay");
     let out = arrowsmith(&["convert", p(&input), p(&output), "--salvage"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -139,7 +123,7 @@ fn convert_salvage_drops_a_damaged_jay_column_and_names_it() {
         err.starts_with("warning: skipped column 0 \"b8\": "),
         "{err}"
     );
-    let original = read(&data().join("jay/all_types.jay"));
+    let original = read(&data("jay/all_types.jay"));
     let got = read(&output);
     assert_eq!(got.num_columns(), original.num_columns() - 1);
     assert_eq!(got.columns(), &original.columns()[1..]);
@@ -186,7 +170,7 @@ fn inspect_verify_lists_every_damaged_part_with_its_offset() {
 
     // Two damaged bcolz chunks of a carray are both listed, not only the first.
     let carray = dir.path().join("carray");
-    copy_dir(&data().join("bcolz/datasets/cp_lz4_sh1"), &carray);
+    copy_dir(&data("bcolz/datasets/cp_lz4_sh1"), &carray);
     for k in [0, 2] {
         let chunk = carray.join(format!("data/__{k}.blp"));
         let bytes = std::fs::read(&chunk).unwrap();
@@ -203,12 +187,7 @@ fn inspect_verify_lists_every_damaged_part_with_its_offset() {
     assert_eq!(chunks, [0, 2]);
 
     // An intact file has an empty list.
-    let out = arrowsmith(&[
-        "inspect",
-        p(&data().join("jay/tiny.jay")),
-        "--verify",
-        "--json",
-    ]);
+    let out = arrowsmith(&["inspect", p(&data("jay/tiny.jay")), "--verify", "--json"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["verify"]["damaged"], serde_json::json!([]));
 
@@ -216,7 +195,7 @@ fn inspect_verify_lists_every_damaged_part_with_its_offset() {
     // the damage is still listed, and the schema is what salvage reads.
     let out = arrowsmith(&[
         "inspect",
-        p(&data().join("jay/bad/buffer_out_of_file.jay")),
+        p(&data("jay/bad/buffer_out_of_file.jay")),
         "--verify",
         "--json",
     ]);
@@ -232,23 +211,10 @@ fn inspect_verify_lists_every_damaged_part_with_its_offset() {
     // Damage to the whole file: nothing to describe or list; one error, as before.
     let out = arrowsmith(&[
         "inspect",
-        p(&data().join("jay/bad/last_bytes_1JAX.jay")),
+        p(&data("jay/bad/last_bytes_1JAX.jay")),
         "--verify",
         "--json",
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).starts_with("error:"), "{}", stderr(&out));
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
 }

@@ -1,52 +1,13 @@
 //! `arrowsmith sql`, run as a program: printed results, statements from a file, results written
 //! to any format, and the exit codes of bad queries and bad data.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{arrowsmith, assert_fails, assert_ok_quietly, data, p, stderr, stdout};
+
+use std::path::Path;
 
 use arrowsmith::ReadOptions;
-
-fn arrowsmith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .expect("run arrowsmith")
-}
-
-fn data(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../data")
-        .join(relative)
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_ok(out: &Output) {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    assert_eq!(stderr(out), "", "stderr of a success");
-}
-
-/// Failed with `code` and exactly one `error:` line that names `names`.
-#[track_caller]
-fn assert_fails(out: &Output, code: i32, names: &str) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
-    assert!(err.starts_with("error:"), "stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(err.contains(names), "stderr should name {names:?}: {err}");
-    assert!(!err.contains("internal error"), "a panic: {err}");
-}
 
 fn rows_of(path: &Path) -> usize {
     arrowsmith::open(path, &ReadOptions::default())
@@ -59,7 +20,7 @@ fn rows_of(path: &Path) -> usize {
 fn a_query_over_a_path_prints_a_table() {
     let ds = data("dataseries/generated/basic-zlib.ds");
     let out = arrowsmith(&["sql", &format!("SELECT count(*) AS n FROM '{}'", p(&ds))]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     let text = stdout(&out);
     assert!(text.contains("| n  |"), "{text}");
     assert!(text.contains("| 40 |"), "{text}");
@@ -70,10 +31,10 @@ fn results_print_as_csv_and_json() {
     let bcolz = data("bcolz/datasets/ctable_mixed");
     let query = format!("SELECT id, name FROM '{}' ORDER BY id LIMIT 2", p(&bcolz));
     let out = arrowsmith(&["sql", &query, "--format", "csv"]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert_eq!(stdout(&out), "id,name\n0,alpha\n1,béta\n");
     let out = arrowsmith(&["sql", &query, "--format", "json"]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert_eq!(
         stdout(&out),
         "{\"id\":0,\"name\":\"alpha\"}\n{\"id\":1,\"name\":\"béta\"}\n"
@@ -99,7 +60,7 @@ fn statements_from_a_file_run_in_order_and_the_last_is_printed() {
     )
     .unwrap();
     let out = arrowsmith(&["sql", "-f", p(&script), "--format", "csv"]);
-    assert_ok(&out);
+    assert_ok_quietly(&out);
     assert_eq!(
         stdout(&out),
         "host,n\nalpha.example,99\nbeta.example,103\ngamma.example,98\n"
@@ -132,13 +93,13 @@ fn the_result_is_written_to_any_format() {
     ] {
         let target = dir.path().join(name);
         let out = arrowsmith(&["sql", &query, "-o", p(&target)]);
-        assert_ok(&out);
+        assert_ok_quietly(&out);
         assert_eq!(stdout(&out), "", "{name}: nothing printed");
         assert_eq!(rows_of(&target), expected, "{name}");
     }
     // --to names the format of an output without an extension.
     let target = dir.path().join("no_extension");
-    assert_ok(&arrowsmith(&[
+    assert_ok_quietly(&arrowsmith(&[
         "sql",
         &query,
         "-o",

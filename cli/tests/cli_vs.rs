@@ -1,39 +1,23 @@
 //! `arrowsmith convert` both ways, `convert --append` and `inspect` on VS files.
 
+mod common;
+
+use common::{arrowsmith, assert_ok, data};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("data/vs")
-        .join(name)
-}
-
-fn run(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 macro_rules! cli {
-    ($($a:expr),* $(,)?) => { run(&[$(std::ffi::OsStr::new(&$a)),*]) };
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
+    ($($a:expr),* $(,)?) => { arrowsmith(&[$(std::ffi::OsStr::new(&$a)),*]) };
 }
 
 fn inspect(path: &Path) -> Value {
-    serde_json::from_str(&ok(&cli!("inspect", path, "--json"))).unwrap()
+    serde_json::from_str(&assert_ok(&cli!("inspect", path, "--json"))).unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    data("vs").join(name)
 }
 
 #[test]
@@ -41,14 +25,14 @@ fn vs_to_arrow_to_vs_and_append() {
     let dir = tempfile::tempdir().unwrap();
     let arrow = dir.path().join("p.arrow");
     let back = dir.path().join("p.vs");
-    ok(&cli!("convert", data("f64_r1_plain.vs"), arrow));
-    ok(&cli!("convert", arrow, back));
+    assert_ok(&cli!("convert", fixture("f64_r1_plain.vs"), arrow));
+    assert_ok(&cli!("convert", arrow, back));
     assert_eq!(
         std::fs::read(&back).unwrap(),
-        std::fs::read(data("f64_r1_plain.vs")).unwrap()
+        std::fs::read(fixture("f64_r1_plain.vs")).unwrap()
     );
     // Appending the same three points again, snappy-compressed.
-    ok(&cli!(
+    assert_ok(&cli!(
         "convert",
         arrow,
         back,
@@ -66,15 +50,15 @@ fn vs_to_arrow_to_vs_and_append() {
     assert_eq!(s["meta"]["attributes"]["name"], "demo");
     // Parquet keeps the tensor tag through the field metadata.
     let pq = dir.path().join("p.parquet");
-    ok(&cli!("convert", back, pq));
+    assert_ok(&cli!("convert", back, pq));
     let again = dir.path().join("again.vs");
-    ok(&cli!("convert", pq, again, "--compression", "gzip"));
+    assert_ok(&cli!("convert", pq, again, "--compression", "gzip"));
     assert_eq!(inspect(&again)["structure"]["compression"]["gzip"], 6);
 }
 
 #[test]
 fn inspect_lists_blocks_with_offsets() {
-    let report = inspect(&data("bool_r1_deleted.vs"));
+    let report = inspect(&fixture("bool_r1_deleted.vs"));
     let s = &report["structure"];
     assert_eq!(s["points"], 2);
     assert_eq!(s["blank_blocks"], 2);
@@ -100,10 +84,10 @@ fn inspect_lists_blocks_with_offsets() {
         ]
     );
     assert_eq!(s["terminal"], 78);
-    let text = ok(&cli!("inspect", data("i16_r2_gzip.vs")));
+    let text = assert_ok(&cli!("inspect", fixture("i16_r2_gzip.vs")));
     assert!(text.contains("vector compression: gzip × 2"), "{text}");
     // A file without its terminal: inspect says so.
-    let text = ok(&cli!("inspect", data("no_terminal.vs")));
+    let text = assert_ok(&cli!("inspect", fixture("no_terminal.vs")));
     assert!(text.contains("no terminal '$'"), "{text}");
 }
 
@@ -111,7 +95,7 @@ fn inspect_lists_blocks_with_offsets() {
 fn bad_input_fails_with_one_line_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.arrow");
-    let r = cli!("convert", data("bad_truncated_block.vs"), out);
+    let r = cli!("convert", fixture("bad_truncated_block.vs"), out);
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8(r.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -119,12 +103,12 @@ fn bad_input_fails_with_one_line_and_no_output() {
     assert!(err.contains("runs past end of file"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 
-    let r = cli!("convert", data("no_terminal.vs"), out);
+    let r = cli!("convert", fixture("no_terminal.vs"), out);
     assert_eq!(r.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&r.stderr).contains("missing terminal"));
-    ok(&cli!(
+    assert_ok(&cli!(
         "convert",
-        data("no_terminal.vs"),
+        fixture("no_terminal.vs"),
         out,
         "--lenient-eof"
     ));
@@ -144,27 +128,27 @@ fn bad_input_fails_with_one_line_and_no_output() {
 fn exact_mode_and_msb_first_flags() {
     let dir = tempfile::tempdir().unwrap();
     let arrow = dir.path().join("j.arrow");
-    ok(&cli!(
+    assert_ok(&cli!(
         "convert",
-        data("json_r1.vs"),
+        fixture("json_r1.vs"),
         arrow,
         "--app-data",
         "msgpack"
     ));
     let back = dir.path().join("j.vs");
-    ok(&cli!("convert", arrow, back));
+    assert_ok(&cli!("convert", arrow, back));
     assert_eq!(
         std::fs::read(&back).unwrap(),
-        std::fs::read(data("json_r1.vs")).unwrap()
+        std::fs::read(fixture("json_r1.vs")).unwrap()
     );
-    let mut bytes = std::fs::read(data("f32_r1_d200_snappy.vs")).unwrap();
+    let mut bytes = std::fs::read(fixture("f32_r1_d200_snappy.vs")).unwrap();
     bytes[10..12].copy_from_slice(&[0x81, 0x48]);
     let msb = dir.path().join("msb.vs");
     std::fs::write(&msb, bytes).unwrap();
     assert!(!cli!("convert", msb, dir.path().join("a.arrow"))
         .status
         .success());
-    ok(&cli!(
+    assert_ok(&cli!(
         "convert",
         msb,
         dir.path().join("a.arrow"),

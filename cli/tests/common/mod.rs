@@ -1,0 +1,97 @@
+//! What the command-line tests share: running the binary, where the fixtures are, and the
+//! exit-status contract every command keeps (0 success, 1 data or I/O error with one `error:`
+//! line, 2 usage). Each test file is its own binary and uses only part of this module.
+#![allow(
+    dead_code,
+    reason = "every test binary compiles this module and uses only some of its helpers"
+)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Runs the `arrowsmith` binary with `args`, nothing on its standard input.
+pub fn arrowsmith<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run arrowsmith")
+}
+
+/// `data/<relative>` of the repository: the fixtures, written by the formats' reference tools.
+pub fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../data")
+        .join(relative)
+}
+
+/// A path as a command-line argument.
+pub fn p(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Succeeded; returns what it printed.
+#[track_caller]
+pub fn assert_ok(out: &Output) -> String {
+    assert_ok_bytes(out);
+    stdout(out)
+}
+
+/// Succeeded; returns its standard output as bytes (an Arrow stream, say).
+#[track_caller]
+pub fn assert_ok_bytes(out: &Output) -> &[u8] {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    &out.stdout
+}
+
+/// Succeeded with nothing on stderr (no warning); returns what it printed.
+#[track_caller]
+pub fn assert_ok_quietly(out: &Output) -> String {
+    let printed = assert_ok(out);
+    assert_eq!(stderr(out), "", "stderr of a success");
+    printed
+}
+
+/// Failed with `code`, never a panic, the first line an `error:` naming `names`; a data or I/O
+/// error (1) is that one line alone.
+#[track_caller]
+pub fn assert_fails(out: &Output, code: i32, names: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert!(err.starts_with("error:"), "stderr: {err}");
+    assert!(err.contains(names), "stderr should name {names:?}: {err}");
+    assert!(!err.contains("internal error"), "a panic: {err}");
+    if code == 1 {
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}
+
+/// Copies the directory tree `from` to `to` (created as needed), for tests that damage a
+/// fixture directory (bcolz, Filo sets) without touching the original.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
