@@ -304,12 +304,16 @@ impl Destination {
     }
 
     /// Opens the output: creates the temporary file, or takes standard output or the sink.
-    pub(crate) fn open(self) -> Result<StreamOutput> {
-        match self {
-            Destination::File(path) => StreamOutput::file(&path),
-            Destination::FileOrStdout(path) => StreamOutput::create(&path),
-            Destination::Sink(sink) => Ok(sink),
-        }
+    /// `durable` says whether a file is flushed to disk before its rename (see
+    /// [`AtomicFile::set_durable`]).
+    pub(crate) fn open(self, durable: bool) -> Result<StreamOutput> {
+        let mut output = match self {
+            Destination::File(path) => StreamOutput::file(&path)?,
+            Destination::FileOrStdout(path) => StreamOutput::create(&path)?,
+            Destination::Sink(sink) => sink,
+        };
+        output.set_durable(durable);
+        Ok(output)
     }
 }
 

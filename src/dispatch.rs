@@ -142,8 +142,9 @@ pub fn create(
     }
     match format {
         Format::Jay => {
-            let jay_options =
-                jay::WriterOptions::default().with_sentinel_collisions(options.sentinel_collisions);
+            let jay_options = jay::WriterOptions::default()
+                .with_sentinel_collisions(options.sentinel_collisions)
+                .with_durable(options.durable);
             Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
         }
         Format::DataSeries => {
@@ -151,7 +152,8 @@ pub fn create(
                 options.compression.as_deref(),
                 &options.dataseries,
             )
-            .map_err(|e| e.with_file(path))?;
+            .map_err(|e| e.with_file(path))?
+            .with_durable(options.durable);
             Ok(Box::new(dataseries::Writer::try_new(
                 path, schema, ds_options,
             )?))
@@ -159,7 +161,8 @@ pub fn create(
         Format::Filo => {
             let mut filo_options = filo::WriterOptions::default()
                 .with_hint(options.filo_hint.unwrap_or_default())
-                .with_overwrite(true);
+                .with_overwrite(true)
+                .with_durable(options.durable);
             if let Some(rows) = options.filo_chunk_size {
                 filo_options = filo_options.with_chunk_size(rows);
             }
@@ -168,15 +171,14 @@ pub fn create(
         Format::FiloVector => {
             let encode =
                 filo::EncodeOptions::default().with_hint(options.filo_hint.unwrap_or_default());
-            Ok(Box::new(filo::VectorWriter::try_new(
-                path,
-                schema,
-                options.filo_type,
-                encode,
-            )?))
+            Ok(Box::new(
+                filo::VectorWriter::try_new(path, schema, options.filo_type, encode)?
+                    .with_durable(options.durable),
+            ))
         }
         Format::Vs => {
             let mut vs_options = options.vs.clone();
+            vs_options.durable &= options.durable;
             if let Some(spec) = &options.compression {
                 vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
                     Error::invalid_argument(format!(
@@ -188,6 +190,9 @@ pub fn create(
         }
         Format::Bcolz => {
             let mut bcolz_options = options.bcolz.clone();
+            if !options.durable {
+                bcolz_options = bcolz_options.with_durable(false);
+            }
             if let Some(spec) = &options.compression {
                 bcolz_options = bcolz_options.with_compression(spec)?;
             }

@@ -61,7 +61,7 @@ pub struct FormatOptions {
 
 /// Options of [`create`](crate::create), common to every format; each writer takes what
 /// applies to it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct WriteOptions {
     /// The output format; chosen by the file name's extension when `None`.
     pub format: Option<Format>,
@@ -72,6 +72,12 @@ pub struct WriteOptions {
     pub compression: Option<String>,
     /// Rows per Parquet row group.
     pub row_group_size: Option<usize>,
+    /// Whether a new file or directory is flushed to disk (fsync) before it is renamed into
+    /// place (default `true`). Without, the rename still makes the output appear whole, but a
+    /// crash or power loss soon after may lose it: for scratch outputs, and for comparisons
+    /// with tools that never flush. bcolz also honours its own
+    /// [`WriterOptions::with_durable`](crate::bcolz::WriterOptions::with_durable).
+    pub durable: bool,
     /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
     pub sentinel_collisions: CollisionPolicy,
     /// Filo: rows per chunk of a Filo set (default 65,536).
@@ -87,4 +93,22 @@ pub struct WriteOptions {
     /// DataSeries: level, extent size, extent type XML and type name (`compression` above
     /// chooses the codecs).
     pub dataseries: dataseries::DsWriteOptions,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            format: None,
+            compression: None,
+            row_group_size: None,
+            durable: true,
+            sentinel_collisions: CollisionPolicy::default(),
+            filo_chunk_size: None,
+            filo_hint: None,
+            filo_type: None,
+            vs: vs::VsWriteOptions::default(),
+            bcolz: bcolz::WriterOptions::default(),
+            dataseries: dataseries::DsWriteOptions::default(),
+        }
+    }
 }

@@ -79,6 +79,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         format: Some(to),
         compression: args.compression.clone(),
         row_group_size: args.row_group_size,
+        durable: !args.no_sync,
         sentinel_collisions: if args.sentinel_collisions_as_na {
             CollisionPolicy::AsNull
         } else {

@@ -106,6 +106,10 @@ struct ConvertArgs {
     /// none|lzo|zlib|bz2|lzf|snappy|lz4|lz4hc, several comma-separated, or best (default zlib:6)
     #[arg(long, visible_alias = "compress", value_name = "C")]
     compression: Option<String>,
+    /// Do not flush the output to disk (fsync) before renaming it into place: faster, and what
+    /// most tools do, but a power loss soon after may lose it (--append always flushes)
+    #[arg(long, conflicts_with = "append")]
+    no_sync: bool,
     /// Parquet output: at most N rows per row group
     #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
     row_group_size: Option<usize>,

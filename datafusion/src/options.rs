@@ -61,6 +61,22 @@ const KEYS: &[(&str, &[Format])] = &[
         ],
     ),
     ("row_group_size", &[Format::Parquet]),
+    (
+        "no_sync",
+        &[
+            Format::Jay,
+            Format::DataSeries,
+            Format::Filo,
+            Format::FiloVector,
+            Format::Vs,
+            Format::Bcolz,
+            Format::Parquet,
+            Format::Arrow,
+            Format::ArrowStream,
+            Format::Csv,
+            Format::Ndjson,
+        ],
+    ),
     ("sentinel_collisions_as_na", &[Format::Jay]),
     ("filo_chunk_size", &[Format::Filo]),
     ("filo_encoding", &[Format::Filo, Format::FiloVector]),
@@ -162,6 +178,7 @@ impl ArrowsmithOptions {
             }
             "compression" => write.compression = Some(value.to_owned()),
             "row_group_size" => write.row_group_size = Some(positive(value)?),
+            "no_sync" => write.durable = !flag(value)?,
             "sentinel_collisions_as_na" => {
                 write.sentinel_collisions = if flag(value)? {
                     CollisionPolicy::AsNull

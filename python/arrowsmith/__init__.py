@@ -182,6 +182,7 @@ def write(
     format: str | None = None,
     mode: Literal["error", "overwrite", "append"] = "error",
     compression: str | None = None,
+    durable: bool = True,
     progress: bool = False,
     **options: Any,
 ) -> WriteSummary:
@@ -198,7 +199,9 @@ def write(
     ``compression`` is the command line's ``--compression`` (``"zstd:9"``, ``"lz4"``, …);
     ``**options`` its output options with underscores (``sentinel_collisions_as_na=True``,
     ``bcolz_nulls_as_nan=True``, ``type_name=…``, ``extent_size=…``, ``filo_chunk_size=…``).
-    Returns the rows written and the writer's warnings.
+    ``durable=False`` skips the flush to disk (fsync) before the output is renamed into place,
+    as ``--no-sync`` does: faster, and what most tools do, but a power loss soon after may lose
+    the output (an append always flushes). Returns the rows written and the writer's warnings.
     """
     data = _arrow_producer(data)
     rows = _row_count_hint(data)
@@ -210,6 +213,7 @@ def write(
             format=format,
             mode=mode,
             compression=compression,
+            durable=durable,
             progress=bar.update if bar is not None else None,
             expected_rows=rows,
             **options,

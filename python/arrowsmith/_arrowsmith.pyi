@@ -233,6 +233,7 @@ def write(
     format: str | None = None,
     mode: Literal["error", "overwrite", "append"] = "error",
     compression: str | None = None,
+    durable: bool = True,
     progress: Callable[[int], Any] | None = None,
     expected_rows: int | None = None,
     **options: Any,

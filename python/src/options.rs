@@ -396,6 +396,7 @@ impl WriteSpec {
         format: Option<&str>,
         mode: &str,
         compression: Option<String>,
+        durable: bool,
         expected_rows: Option<u64>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<WriteSpec> {
@@ -416,6 +417,11 @@ impl WriteSpec {
                 format.name()
             )));
         }
+        if !durable && mode == Mode::Append {
+            return Err(errors::argument(
+                "durable=False does not apply to mode=\"append\", which always flushes before it commits",
+            ));
+        }
         if let Some(spec) = &compression {
             check_compression(format, spec)
                 .map_err(|e| match e.message().contains("compression") {
@@ -431,6 +437,7 @@ impl WriteSpec {
             format: Some(format),
             compression,
             row_group_size: kw.positive("row_group_size")?,
+            durable,
             sentinel_collisions: if kw.flag("sentinel_collisions_as_na")? {
                 CollisionPolicy::AsNull
             } else {

@@ -44,7 +44,7 @@ impl PyWriteSummary {
 }
 
 #[pyfunction]
-#[pyo3(signature = (data, target, *, format = None, mode = "error", compression = None, progress = None, expected_rows = None, **options))]
+#[pyo3(signature = (data, target, *, format = None, mode = "error", compression = None, durable = true, progress = None, expected_rows = None, **options))]
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     py: Python<'_>,
@@ -53,11 +53,20 @@ pub fn write(
     format: Option<&str>,
     mode: &str,
     compression: Option<String>,
+    durable: bool,
     progress: Option<Py<PyAny>>,
     expected_rows: Option<u64>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyWriteSummary> {
-    let spec = WriteSpec::new(target, format, mode, compression, expected_rows, options)?;
+    let spec = WriteSpec::new(
+        target,
+        format,
+        mode,
+        compression,
+        durable,
+        expected_rows,
+        options,
+    )?;
     if spec.mode == Mode::Error && spec.path.exists() {
         return Err(errors::exists(&spec.path));
     }

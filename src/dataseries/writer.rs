@@ -69,7 +69,13 @@ impl Writer {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "data".into());
-        Writer::start(path, &stem, || StreamOutput::file(path), schema, options)
+        let durable = options.durable;
+        let open = || {
+            let mut file = StreamOutput::file(path)?;
+            file.set_durable(durable);
+            Ok(file)
+        };
+        Writer::start(path, &stem, open, schema, options)
     }
 
     /// Like [`Writer::try_new`], but the file goes into `sink` (a pipe, a socket, a buffer) as

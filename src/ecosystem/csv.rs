@@ -105,7 +105,9 @@ impl Writer {
             .with_file(&path));
         }
         Ok(Writer {
-            inner: WriterBuilder::new().with_header(true).build(output.open()?),
+            inner: WriterBuilder::new()
+                .with_header(true)
+                .build(output.open(options.durable)?),
             schema,
             path,
             rows: 0,

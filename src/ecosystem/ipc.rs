@@ -715,7 +715,7 @@ impl Writer {
     ) -> Result<Writer> {
         let path = output.name().to_path_buf();
         let ipc_options = Self::options(&path, options)?;
-        let inner = inner(output.open()?, &schema, ipc_options).in_file(&path)?;
+        let inner = inner(output.open(options.durable)?, &schema, ipc_options).in_file(&path)?;
         Ok(Writer {
             inner,
             path,

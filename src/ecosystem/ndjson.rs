@@ -77,7 +77,7 @@ impl Writer {
             // Explicit nulls keep a column that is null in every row.
             inner: WriterBuilder::new()
                 .with_explicit_nulls(true)
-                .build(output.open()?),
+                .build(output.open(options.durable)?),
             path,
             rows: 0,
         })

@@ -267,7 +267,7 @@ impl Writer {
         // ArrowWriter sets up the Parquet schema and the embedded Arrow schema; its lower
         // layers then take the row groups we encode ourselves.
         let (file_writer, factory) =
-            ArrowWriter::try_new(output.open()?, schema.clone(), Some(props))
+            ArrowWriter::try_new(output.open(options.durable)?, schema.clone(), Some(props))
                 .and_then(ArrowWriter::into_serialized_writer)
                 .in_file(&path)?;
         // The appender waits on one row group while the channel holds the others in flight.

@@ -413,6 +413,7 @@ pub struct WriterOptions {
     column_hints: HashMap<String, Hint>,
     column_types: HashMap<String, FiloType>,
     overwrite: bool,
+    durable: bool,
 }
 
 impl Default for WriterOptions {
@@ -423,6 +424,7 @@ impl Default for WriterOptions {
             column_hints: HashMap::new(),
             column_types: HashMap::new(),
             overwrite: false,
+            durable: true,
         }
     }
 }
@@ -452,6 +454,13 @@ impl WriterOptions {
     /// Replaces an existing set at the target (default: refuse).
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {
         self.overwrite = overwrite;
+        self
+    }
+    /// Whether `finish()` flushes every file and directory of the set to disk (fsync) before
+    /// renaming it into place (default `true`). Without, the rename still makes the set appear
+    /// whole, but a crash soon after may lose it.
+    pub fn with_durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
         self
     }
 }
@@ -520,7 +529,8 @@ impl Writer {
                 hint,
             ));
         }
-        let out = AtomicDir::create(path)?;
+        let mut out = AtomicDir::create(path)?;
+        out.set_durable(options.durable);
         Ok(Writer {
             out,
             schema,

@@ -89,6 +89,7 @@ pub struct VectorWriter {
     filo_type: FiloType,
     options: EncodeOptions,
     parts: Vec<ArrayRef>,
+    durable: bool,
 }
 
 impl VectorWriter {
@@ -147,7 +148,16 @@ impl VectorWriter {
             filo_type,
             options,
             parts: Vec::new(),
+            durable: true,
         })
+    }
+
+    /// Whether `finish()` flushes the file to disk (fsync) before renaming it over the target
+    /// (default `true`). Without, the rename still makes the file appear whole, but a crash soon
+    /// after may lose it. No effect on a sink.
+    pub fn with_durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
+        self
     }
 
     /// Adds the batch's one column; the vector is encoded at [`VectorWriter::finish`].
@@ -168,7 +178,11 @@ impl VectorWriter {
             .map_err(|e| e.with_file(&self.path))?;
         let mut out = match self.sink {
             Some(sink) => sink,
-            None => StreamOutput::File(AtomicFile::create(&self.path)?),
+            None => {
+                let mut file = AtomicFile::create(&self.path)?;
+                file.set_durable(self.durable);
+                StreamOutput::File(file)
+            }
         };
         std::io::Write::write_all(&mut out, &bytes)
             .map_err(|e| Error::from(e).with_file(&self.path))?;

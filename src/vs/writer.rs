@@ -43,6 +43,10 @@ pub struct VsWriteOptions {
     pub lock: LockWait,
     /// Appender: a file that ends at a block boundary without `'$'` gets one first.
     pub lenient_eof: bool,
+    /// Writer: whether the new file is flushed to disk (fsync) before it is renamed into place
+    /// (default `true`). Without, the rename still makes it appear whole, but a crash soon
+    /// after may lose it.
+    pub durable: bool,
 }
 
 impl Default for VsWriteOptions {
@@ -53,6 +57,7 @@ impl Default for VsWriteOptions {
             app_data_column: APP_DATA_COLUMN.to_owned(),
             lock: LockWait::Block,
             lenient_eof: false,
+            durable: true,
         }
     }
 }
@@ -61,6 +66,13 @@ impl VsWriteOptions {
     /// Vector compression (default: as the schema's `vs.pack` says, or the appended file's).
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = Some(compression);
+        self
+    }
+
+    /// Whether the writer flushes the file to disk before renaming it into place (default
+    /// `true`; see [`VsWriteOptions::durable`]).
+    pub fn with_durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
         self
     }
 }
@@ -106,7 +118,7 @@ impl Writer {
     fn start(output: Destination, schema: SchemaRef, options: VsWriteOptions) -> Result<Writer> {
         let path = output.name().to_path_buf();
         let plan = Plan::new(&schema, &options, None).map_err(|e| e.with_file(&path))?;
-        let mut out = output.open()?;
+        let mut out = output.open(options.durable)?;
         let mut head = b"VS\0\0".to_vec();
         plan.meta_block(&mut head);
         out.write_all(&head)

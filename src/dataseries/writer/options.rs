@@ -28,6 +28,7 @@ pub struct WriterOptions {
     pub(super) level: u32,
     pub(super) extent_size: usize,
     pub(super) order: ByteOrder,
+    pub(super) durable: bool,
 }
 
 impl Default for WriterOptions {
@@ -39,6 +40,7 @@ impl Default for WriterOptions {
             level: 6,
             extent_size: 1 << 20,
             order: ByteOrder::Little,
+            durable: true,
         }
     }
 }
@@ -73,6 +75,14 @@ impl WriterOptions {
     /// Byte order of the output (little-endian by default; big-endian exists for tests).
     pub fn with_byte_order(mut self, order: ByteOrder) -> Self {
         self.order = order;
+        self
+    }
+
+    /// Whether `finish()` flushes the file to disk (fsync) before renaming it over the target
+    /// (default `true`). Without, the rename still makes the file appear whole, but a crash soon
+    /// after may lose it.
+    pub fn with_durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
         self
     }
 
