@@ -219,3 +219,49 @@ def test_write_refuses_what_is_not_arrow(tmp_path):
     with pytest.raises(ValueError, match="compression"):
         arrowsmith.write(from_pyarrow(), tmp_path / "t.bcolz", compression="nope")
     assert not pathlib.Path(tmp_path / "t.jay").exists()
+
+
+def _fsyncs(tmp_path, script):
+    """The fsync/fdatasync calls of a Python process running `script`, counted by strace; None
+    when strace cannot trace here."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("strace") is None:
+        return None
+    trace = tmp_path / "trace.txt"
+    run = subprocess.run(["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(trace),
+                          sys.executable, "-c", script], capture_output=True, text=True)
+    if run.returncode != 0:
+        assert "Error" not in run.stderr, run.stderr
+        return None
+    return sum(1 for line in trace.read_text().splitlines()
+               if "fsync(" in line or "fdatasync(" in line)
+
+
+@pytest.mark.parametrize("ext", ["jay", "ds", "filo", "bcolz", "parquet"])
+def test_durable_false_skips_every_flush(ext, tmp_path):
+    data = pa.table({"id": IDS, "x": XS})
+    for durable in (True, False):
+        target = tmp_path / ("out-%s.%s" % (durable, ext))
+        script = ("import pyarrow as pa, arrowsmith\n"
+                  "arrowsmith.write(pa.table({'id': %r, 'x': %r}), %r, durable=%r)"
+                  % (IDS, XS, str(target), durable))
+        flushes = _fsyncs(tmp_path, script)
+        if flushes is None:
+            arrowsmith.write(data, target, durable=durable)
+        elif durable:
+            assert flushes > 0
+        else:
+            assert flushes == 0
+        back = arrowsmith.read(target)
+        assert back.column("id").to_pylist() == IDS
+        assert back.column("x").to_pylist() == XS
+
+
+def test_durable_false_does_not_apply_to_append(tmp_path):
+    target = tmp_path / "t.bcolz"
+    arrowsmith.write(pa.table({"x": XS}), target)
+    with pytest.raises(ValueError, match="durable=False"):
+        arrowsmith.write(pa.table({"x": XS}), target, mode="append", durable=False)
