@@ -483,6 +483,11 @@ fn main() -> ExitCode {
 
     match outcome {
         Ok(Ok(())) | Ok(Err(Failure::BrokenPipe)) => ExitCode::SUCCESS,
+        // A writer to standard output whose reader went away (`convert … - | head`): as for
+        // printed text, the command ends quietly.
+        Ok(Err(Failure::Error(e))) if e.io_kind() == Some(std::io::ErrorKind::BrokenPipe) => {
+            ExitCode::SUCCESS
+        }
         Ok(Err(Failure::Interrupted { signal, output })) => {
             print_err(&format!(
                 "error: {}: interrupted by signal {signal}; nothing was written",

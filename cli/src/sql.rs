@@ -41,7 +41,8 @@ pub(crate) struct SqlArgs {
     /// Read the statements from FILE
     #[arg(short = 'f', long, value_name = "FILE")]
     pub(crate) file: Option<PathBuf>,
-    /// Write the last statement's result to OUTPUT (replaced only when the query succeeds)
+    /// Write the last statement's result to OUTPUT (replaced only when the query succeeds); `-`
+    /// is standard output, as an Arrow IPC stream unless --to names csv or ndjson
     #[arg(short = 'o', long, value_name = "OUTPUT")]
     output: Option<PathBuf>,
     /// OUTPUT's format [default: from its extension]
@@ -133,6 +134,9 @@ async fn finish(frame: DataFrame, args: &SqlArgs) -> arrowsmith::Result<()> {
     if let Some(output) = &args.output {
         let format = match args.to {
             Some(format) => format,
+            // Standard output has no extension: the IPC stream is what pipes carry, as for
+            // `convert … -`.
+            None if arrowsmith::is_stdin(output) => Format::ArrowStream,
             None => Format::for_output(output)?,
         };
         let schema = Arc::clone(frame.schema().inner());

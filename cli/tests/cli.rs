@@ -1100,3 +1100,25 @@ fn head_shortens_wide_lists_and_long_text_as_polars_does() {
         "{table}"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_a_conversion_to_standard_output_quietly() {
+    // The pipe's reading end is closed before the binary writes anything, so its first write
+    // meets a closed pipe (EPIPE), whatever the timing.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args([
+            "convert",
+            p(&common::data("dataseries/generated/basic-zlib.ds")),
+            "-",
+            "--to",
+            "csv",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}

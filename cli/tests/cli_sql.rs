@@ -151,3 +151,21 @@ fn damaged_data_and_missing_files_fail_naming_the_file() {
     let out = arrowsmith(&["sql", "-f", "/nonexistent/report.sql"]);
     assert_fails(&out, 1, "report.sql");
 }
+
+#[test]
+fn the_result_streams_to_standard_output() {
+    let jay = data("jay/all_types.jay");
+    let query = format!("SELECT * FROM '{}'", p(&jay));
+    let out = arrowsmith(&["sql", &query, "-o", "-"]);
+    assert_ok_quietly(&out);
+    let stream = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(&out.stdout), None)
+        .expect("an Arrow IPC stream on stdout");
+    let rows: usize = stream.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, rows_of(&jay));
+
+    let out = arrowsmith(&["sql", "SELECT 1 AS a, 'x' AS b", "-o", "-", "--to", "csv"]);
+    assert_eq!(assert_ok_quietly(&out), "a,b\n1,x\n");
+
+    let out = arrowsmith(&["sql", "SELECT 1 AS a", "-o", "-", "--to", "jay"]);
+    assert_fails(&out, 2, "standard output");
+}
