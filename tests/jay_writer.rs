@@ -2460,3 +2460,25 @@ fn peak_memory() {
     println!("file {size:.0} MB, memory limit 32 MiB: peak RSS grew by {grew:.0} MB");
     assert!(grew < 100.0, "peak memory grew by {grew} MB");
 }
+
+#[test]
+fn a_string_view_outside_its_buffers_is_an_error_not_a_panic() {
+    // Only unsafe code (or a foreign producer over the C interface) builds such a view: 16 bytes
+    // from offset 10 of a 20-byte data buffer. The write fails naming it, and nothing is left.
+    let schema = schema_of(vec![field("s", DataType::Utf8View)]);
+    let data = Buffer::from(b"0123456789abcdefghij".as_slice());
+    let past_the_end: u128 = 16 | (u128::from(u32::from_le_bytes(*b"abcd")) << 32) | (10u128 << 96);
+    let inline: u128 = 3 | (u128::from(u32::from_le_bytes(*b"xyz\0")) << 32);
+    let views = ScalarBuffer::from(vec![inline, past_the_end]);
+    // SAFETY: deliberately invalid (the second view points past its buffer); the writer must
+    // check views before it reads through them.
+    let bad = unsafe { StringViewArray::new_unchecked(views, vec![data], None) };
+    let batch = batch_of(&schema, vec![Arc::new(bad)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Writer::try_new(dir.path().join("x.jay"), schema.clone(), options()).unwrap();
+    let err = writer.write(&batch).unwrap_err();
+    assert_eq!(err.class(), ErrorClass::BadValue, "{err}");
+    assert!(err.to_string().contains("outside"), "{err}");
+    assert!(writer.finish().is_err());
+    assert!(!dir.path().join("x.jay").exists());
+}

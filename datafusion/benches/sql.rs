@@ -9,8 +9,10 @@
 //! The data: row `i` has int32 `key = i % 1000`, float64 `value = i * 0.25` and int64
 //! `id = i`. The files are written once into `ARROWSMITH_BENCH_DIR` (default
 //! `target/bench-sql`) and reused; the Jay file by arrowsmith's Jay writer, the DataSeries file
-//! by its DataSeries writer (zlib, 1 MiB extents: hundreds of extents), the Parquet files by
-//! `arrowsmith::write_all` as `arrowsmith convert` does (zstd).
+//! by its DataSeries writer (zlib, 1 MiB extents: hundreds of extents; and the same trace with
+//! lz4, to show what the codec costs), the Parquet files by `arrowsmith::write_all` as
+//! `arrowsmith convert` does (zstd). The lz4 trace holds the same rows as the zlib one, so its
+//! Parquet counterpart is the zlib trace's.
 //!
 //! Environment: `ARROWSMITH_BENCH_ROWS` (default 10 000 000; the trace gets the same number).
 //!
@@ -74,13 +76,15 @@ fn batch(start: usize, end: usize) -> RecordBatch {
     .expect("a valid batch")
 }
 
-/// Writes `path` as `format` unless a file of that name is there already.
-fn ensure(path: &Path, format: Format, rows: usize) {
+/// Writes `path` as `format` (with `compression`, else the format's default) unless a file of
+/// that name is there already.
+fn ensure(path: &Path, format: Format, compression: Option<&str>, rows: usize) {
     if path.exists() {
         return;
     }
     let options = WriteOptions {
         format: Some(format),
+        compression: compression.map(str::to_owned),
         ..Default::default()
     };
     let mut writer = arrowsmith::create(path, schema(), &options).expect("create");
@@ -114,8 +118,10 @@ fn bench_sql(c: &mut Criterion) {
     let dir = bench_dir();
     let jay = dir.join(format!("frame-{rows}.jay"));
     let ds = dir.join(format!("trace-{rows}.ds"));
-    ensure(&jay, Format::Jay, rows);
-    ensure(&ds, Format::DataSeries, rows);
+    let ds_lz4 = dir.join(format!("trace-{rows}-lz4.ds"));
+    ensure(&jay, Format::Jay, None, rows);
+    ensure(&ds, Format::DataSeries, None, rows);
+    ensure(&ds_lz4, Format::DataSeries, Some("lz4"), rows);
     let jay_parquet = dir.join(format!("frame-{rows}.jay.parquet"));
     let ds_parquet = dir.join(format!("trace-{rows}.ds.parquet"));
     ensure_parquet(&jay, &jay_parquet);
@@ -131,8 +137,9 @@ fn bench_sql(c: &mut Criterion) {
         .sampling_mode(SamplingMode::Flat)
         .measurement_time(Duration::from_secs(20));
     for (name, source, parquet) in [
-        ("jay", &jay, &jay_parquet),
-        ("dataseries", &ds, &ds_parquet),
+        ("jay", &jay, Some(&jay_parquet)),
+        ("dataseries", &ds, Some(&ds_parquet)),
+        ("dataseries_lz4", &ds_lz4, None),
     ] {
         for partitions in [1, 2, 4] {
             let ctx = session(partitions);
@@ -144,6 +151,9 @@ fn bench_sql(c: &mut Criterion) {
             group.bench_function(format!("{name}_in_place/{partitions}"), |b| {
                 b.iter(|| runtime.block_on(async { ctx.sql(QUERY).await?.collect().await }))
             });
+            let Some(parquet) = parquet else {
+                continue;
+            };
             let ctx = session(partitions);
             runtime.block_on(async {
                 ctx.register_parquet(
