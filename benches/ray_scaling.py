@@ -5,6 +5,7 @@ docs/distributed.md (DataSeries directory -> Parquet, Parquet -> a directory of 
 
     target/venv/bin/python benches/ray_scaling.py                 # 4 files x 500,000 rows
     target/venv/bin/python benches/ray_scaling.py --files 8 --rows 1000000 --jobs
+    target/venv/bin/python benches/ray_scaling.py --worker-threads 1   # one decode thread per worker
 
 The input is written once into --dir (default target/bench-ray/) and reused. Each timing is
 the best of --repeat runs, after a warm-up job that starts the cluster's workers. Prints a
@@ -63,6 +64,9 @@ def main():
     parser.add_argument("--target-rows", type=int, default=125_000, help="rows per fragment")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", action="store_true", help="also time the typical jobs")
+    parser.add_argument("--worker-threads", type=int,
+                        help="decode threads per Ray worker (RAYON_NUM_THREADS in the workers); "
+                             "default: the reader's own choice, every core")
     args = parser.parse_args()
 
     import ray
@@ -96,13 +100,18 @@ def main():
         return dataset.count()
 
     for cpus in (1, 2):
+        env = {}
+        if args.worker_threads:
+            env = {"env_vars": {"RAYON_NUM_THREADS": str(args.worker_threads)}}
         ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+                 configure_logging=False, runtime_env=env)
         ray.data.DataContext.get_current().enable_progress_bars = False
         ray.data.range(4 * cpus, override_num_blocks=2 * cpus).materialize()  # start the workers
         low, median, n = best(args.repeat, ray_read)
         assert n == total
-        rows.append(("Ray, num_cpus=%d: `arrowsmith.ray.read(dir).materialize()`" % cpus, low, median))
+        threads = " (%d decode thread(s) per worker)" % args.worker_threads if args.worker_threads else ""
+        rows.append(("Ray, num_cpus=%d%s: `arrowsmith.ray.read(dir).materialize()`" % (cpus, threads),
+                     low, median))
         if cpus == 2 and args.jobs:
             parquet = os.path.join(args.dir, "parquet")
             jay = os.path.join(args.dir, "jay")

@@ -35,6 +35,9 @@ use crate::error::{Error, Result};
 use crate::sentinel::CollisionPolicy;
 use crate::write::{BatchWriter, WriteSummary};
 
+/// The most rows encoded at once: larger batches are encoded slice by slice.
+const ENCODE_SLICE_ROWS: usize = 1 << 16;
+
 /// Encoded bytes the writer keeps in memory before it spills them to its spool file.
 const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
 
@@ -310,7 +313,15 @@ impl Writer {
             )));
         }
         self.check_batch(batch)?;
-        let result = self.append_batch(batch);
+        // A huge batch (a Polars frame arrives as one) is encoded in slices, so each column's
+        // copy, sentinel fill and statistics run on data still in cache.
+        let mut result = Ok(());
+        let mut start = 0;
+        while result.is_ok() && start < batch.num_rows().max(1) {
+            let len = ENCODE_SLICE_ROWS.min(batch.num_rows() - start);
+            result = self.append_batch(&batch.slice(start, len));
+            start += len.max(1);
+        }
         if result.is_err() {
             self.failed = true;
         }

@@ -184,7 +184,10 @@ impl TextEncoder {
             text += len as u64;
         }
         self.fit(n, text);
-        let mut piece: Vec<u8> = Vec::with_capacity(text as usize);
+        // 12 bytes of slack: an inline string is copied as all 12 bytes of its view (a fixed
+        // size the compiler turns into two moves), and the next string overwrites the excess.
+        let mut piece = vec![0u8; text as usize + 12];
+        let mut at = 0usize;
         let mut end = self.end;
         let mut nullcount = 0u64;
         with_offsets!(self.offsets, |out: W| {
@@ -197,16 +200,18 @@ impl TextEncoder {
                 }
                 let len = view as u32 as usize;
                 if len <= 12 {
-                    piece.extend_from_slice(&view.to_le_bytes()[4..4 + len]);
+                    piece[at..at + 12].copy_from_slice(&view.to_le_bytes()[4..16]);
                 } else {
                     let (buffer, offset) =
                         ((view >> 64) as u32 as usize, (view >> 96) as u32 as usize);
-                    piece.extend_from_slice(&buffers[buffer][offset..offset + len]);
+                    piece[at..at + len].copy_from_slice(&buffers[buffer][offset..offset + len]);
                 }
+                at += len;
                 end += len as u64;
                 out.push(W::from_end(end));
             }
         });
+        piece.truncate(at);
         self.bytes
             .push_buffer(arrow_buffer::Buffer::from_vec(piece));
         self.end = end;
