@@ -367,6 +367,7 @@ async fn copy_to_writes_every_format_readable_by_the_core() {
         ("out.filo", ""),
         ("out_as_dataseries", "STORED AS DATASERIES"),
         ("out.parquet", ""),
+        ("out_no_sync.jay", "OPTIONS ('format.no_sync' 'true')"),
     ] {
         let target = dir.path().join(file);
         let written = run(
