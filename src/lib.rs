@@ -55,6 +55,7 @@ pub mod format;
 mod fragment;
 pub mod inspect;
 pub mod jay;
+mod mapped;
 pub mod options;
 pub mod read_ahead;
 pub mod salvage;

@@ -285,6 +285,21 @@ pub fn inspect(bytes: &[u8]) -> Result<VectorInfo> {
 /// Decodes one Filo vector into an Arrow array of `data_type` (section 10.2 says which types
 /// each vector can be read as). The array has no null buffer when no element is NA.
 pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
+    decode_from(bytes, None, data_type)
+}
+
+/// [`decode`] of a vector held in an Arrow buffer (a mapped file, say): the values of a plain
+/// Double, Float, 32-bit Int, 64-bit Long or Timestamp vector, and a Boolean bitmap, are then
+/// sliced out of `bytes` without a copy where they are aligned for their type, as Arrow
+/// requires. Writers align a body to its element size within the FlatBuffer, which follows the
+/// vector's 4-byte header: 32-bit values and bitmaps are aligned and shared, 64-bit values sit
+/// 4 bytes off an 8-byte boundary in every file filo or arrowsmith writes, and are copied.
+pub fn decode_buffer(bytes: &Buffer, data_type: &DataType) -> Result<ArrayRef> {
+    decode_from(bytes.as_slice(), Some(bytes), data_type)
+}
+
+/// `owner`, when given, holds `bytes`, and arrays may share its memory.
+fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Result<ArrayRef> {
     if let DataType::Dictionary(key, value) = data_type {
         return decode_dictionary(bytes, key, value);
     }
@@ -315,9 +330,13 @@ pub fn decode(bytes: &[u8], data_type: &DataType) -> Result<ArrayRef> {
                 bounded_length(t.len(), fbuf, "SimplePrimitiveVector.len")?
             };
             let nulls = validity(t.naMask(), len, fbuf)?;
-            let info = t.info();
-            let data = t.data();
-            primitive(filo_type, data_type, len, info, data, fbuf, constant, nulls)?
+            let data = PrimitiveData {
+                info: t.info(),
+                bytes: t.data(),
+                constant,
+                owner,
+            };
+            primitive(filo_type, data_type, len, data, fbuf, nulls)?
         }
         WireType::DiffPrimitive => {
             let t = root::<fb::DiffPrimitiveVector>(fbuf, "DiffPrimitiveVector")?;
@@ -628,7 +647,22 @@ fn decode_dictionary(bytes: &[u8], key: &DataType, value: &DataType) -> Result<A
 
 /// Decodes a vector and checks that it has `rows` elements (a Filo set chunk).
 pub fn decode_rows(bytes: &[u8], data_type: &DataType, rows: usize) -> Result<ArrayRef> {
-    let array = decode(bytes, data_type)?;
+    decode_rows_from(bytes, None, data_type, rows)
+}
+
+/// [`decode_rows`] of a vector held in an Arrow buffer, sharing its memory as
+/// [`decode_buffer`] does.
+pub fn decode_rows_buffer(bytes: &Buffer, data_type: &DataType, rows: usize) -> Result<ArrayRef> {
+    decode_rows_from(bytes.as_slice(), Some(bytes), data_type, rows)
+}
+
+fn decode_rows_from(
+    bytes: &[u8],
+    owner: Option<&Buffer>,
+    data_type: &DataType,
+    rows: usize,
+) -> Result<ArrayRef> {
+    let array = decode_from(bytes, owner, data_type)?;
     if array.len() != rows {
         return Err(Error::new(
             ErrorClass::RowCountMismatch,
@@ -852,34 +886,58 @@ fn ints_i64(data: &[u8], nbits: u16, signed: bool, n: usize) -> Vec<i64> {
 fn long_array(
     filo_type: FiloType,
     data_type: &DataType,
-    values: Vec<i64>,
+    values: impl Into<ScalarBuffer<i64>>,
     nulls: Option<NullBuffer>,
 ) -> ArrayRef {
+    let values = values.into();
     match (filo_type, data_type) {
-        (FiloType::Long, _) => Arc::new(PrimitiveArray::<Int64Type>::new(values.into(), nulls)),
+        (FiloType::Long, _) => Arc::new(PrimitiveArray::<Int64Type>::new(values, nulls)),
         (_, DataType::Timestamp(TimeUnit::Millisecond, tz)) => Arc::new(
-            PrimitiveArray::<TimestampMillisecondType>::new(values.into(), nulls)
+            PrimitiveArray::<TimestampMillisecondType>::new(values, nulls)
                 .with_timezone_opt(tz.clone()),
         ),
         _ => Arc::new(
-            PrimitiveArray::<TimestampMillisecondType>::new(values.into(), nulls)
+            PrimitiveArray::<TimestampMillisecondType>::new(values, nulls)
                 .with_data_type(timestamp_utc()),
         ),
     }
 }
 
+/// The body of a Simple or Const primitive vector.
+struct PrimitiveData<'a> {
+    info: Option<&'a fb::DataInfo>,
+    bytes: Option<Vector<'a, u8>>,
+    constant: bool,
+    /// The buffer the vector's bytes are in, when values may be shared with it.
+    owner: Option<&'a Buffer>,
+}
+
+impl PrimitiveData<'_> {
+    /// The `len` values in `bytes` as a typed buffer: a slice of the owner's memory when there
+    /// is one and the bytes are aligned for `T`, else a copy.
+    fn values<T: arrow_buffer::ArrowNativeType>(
+        &self,
+        bytes: &[u8],
+        len: usize,
+    ) -> ScalarBuffer<T> {
+        let buffer = self
+            .owner
+            .and_then(|owner| crate::mapped::shared_slice::<T>(owner, bytes))
+            .unwrap_or_else(|| crate::mapped::aligned_copy(bytes));
+        ScalarBuffer::new(buffer, 0, len)
+    }
+}
+
 /// Simple and Const primitive vectors.
-#[allow(clippy::too_many_arguments)]
 fn primitive(
     filo_type: FiloType,
     data_type: &DataType,
     len: usize,
-    info: Option<&fb::DataInfo>,
-    data: Option<Vector<'_, u8>>,
+    data: PrimitiveData<'_>,
     fbuf: &[u8],
-    constant: bool,
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef> {
+    let constant = data.constant;
     let table = if constant {
         "ConstPrimitiveVector"
     } else {
@@ -890,9 +948,9 @@ fn primitive(
     if len == 0 {
         return Ok(new_null_array(data_type, 0).slice(0, 0));
     }
-    let (nbits, signed) = required_info(info, len, &field_info)?;
+    let (nbits, signed) = required_info(data.info, len, &field_info)?;
     let count = if constant { 1 } else { len };
-    let repeat = |v: &[u8]| -> Vec<u8> { v.repeat(len) };
+    let body = |count: usize, nbits: u16| data_bytes(data.bytes, count, nbits, fbuf, &field_data);
     Ok(match filo_type {
         FiloType::Boolean => {
             if nbits != 64 {
@@ -903,8 +961,7 @@ fn primitive(
                     "(64, any): a u64 bitmap",
                 ));
             }
-            let bits = if constant { 1 } else { len };
-            let bytes = data_bytes(data, bits, 1, fbuf, &field_data)?;
+            let bytes = body(count, 1)?;
             let values = if constant {
                 if bytes[0] & 1 == 1 {
                     BooleanBuffer::new_set(len)
@@ -912,7 +969,7 @@ fn primitive(
                     BooleanBuffer::new_unset(len)
                 }
             } else {
-                BooleanBuffer::new(Buffer::from(bytes), 0, len)
+                BooleanBuffer::new(data.values::<u8>(bytes, bytes.len()).into_inner(), 0, len)
             };
             Arc::new(BooleanArray::new(values, nulls))
         }
@@ -920,45 +977,48 @@ fn primitive(
             if (nbits, signed) != (64, false) {
                 return Err(bad_info(nbits, signed, &field_info, "(64, 0)"));
             }
-            let bytes = data_bytes(data, count, 64, fbuf, &field_data)?;
-            let bytes = if constant {
-                repeat(bytes)
+            let bytes = body(count, 64)?;
+            let values = if constant {
+                vec![f64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")); len].into()
             } else {
-                bytes.to_vec()
+                data.values::<f64>(bytes, len)
             };
-            let values = ScalarBuffer::<f64>::from(Buffer::from_vec(bytes));
             Arc::new(PrimitiveArray::<Float64Type>::new(values, nulls))
         }
         FiloType::Float => {
             if (nbits, signed) != (32, false) {
                 return Err(bad_info(nbits, signed, &field_info, "(32, 0)"));
             }
-            let bytes = data_bytes(data, count, 32, fbuf, &field_data)?;
-            let bytes = if constant {
-                repeat(bytes)
+            let bytes = body(count, 32)?;
+            let values = if constant {
+                vec![f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")); len].into()
             } else {
-                bytes.to_vec()
+                data.values::<f32>(bytes, len)
             };
-            let values = ScalarBuffer::<f32>::from(Buffer::from_vec(bytes));
             Arc::new(PrimitiveArray::<Float32Type>::new(values, nulls))
         }
         FiloType::Int => {
             check_int_info(nbits, signed, &field_info)?;
-            let bytes = data_bytes(data, count, nbits, fbuf, &field_data)?;
+            let bytes = body(count, nbits)?;
             let values = if constant {
-                vec![ints_i32(bytes, nbits, signed, 1)[0]; len]
+                vec![ints_i32(bytes, nbits, signed, 1)[0]; len].into()
+            } else if (nbits, signed) == (32, true) {
+                data.values::<i32>(bytes, len)
             } else {
-                ints_i32(bytes, nbits, signed, len)
+                ints_i32(bytes, nbits, signed, len).into()
             };
-            Arc::new(PrimitiveArray::<Int32Type>::new(values.into(), nulls))
+            Arc::new(PrimitiveArray::<Int32Type>::new(values, nulls))
         }
         _ => {
             check_long_info(nbits, signed, &field_info)?;
-            let bytes = data_bytes(data, count, nbits, fbuf, &field_data)?;
+            let bytes = body(count, nbits)?;
             let values = if constant {
-                vec![ints_i64(bytes, nbits, signed, 1)[0]; len]
+                vec![ints_i64(bytes, nbits, signed, 1)[0]; len].into()
+            } else if nbits == 64 {
+                // filo marks 64-bit data unsigned whatever its sign; the bytes are i64's.
+                data.values::<i64>(bytes, len)
             } else {
-                ints_i64(bytes, nbits, signed, len)
+                ints_i64(bytes, nbits, signed, len).into()
             };
             long_array(filo_type, data_type, values, nulls)
         }

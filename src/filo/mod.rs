@@ -13,8 +13,8 @@ mod set;
 mod vector;
 
 pub use decode::{
-    decode, decode_rows, fuzz_decode, header, inspect, MaskKind, VectorInfo, WireType,
-    MAX_EMPTY_LEN,
+    decode, decode_buffer, decode_rows, decode_rows_buffer, fuzz_decode, header, inspect, MaskKind,
+    VectorInfo, WireType, MAX_EMPTY_LEN,
 };
 pub use encode::{encode, encode_array, should_diff, width, EncodeOptions, Hint};
 pub use mapping::FiloType;

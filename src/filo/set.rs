@@ -14,7 +14,7 @@ use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::decode::{decode_rows, MAX_EMPTY_LEN};
+use super::decode::{decode_rows_buffer, MAX_EMPTY_LEN};
 use super::encode::{encode, EncodeOptions, Hint};
 use super::mapping::{set_field, FiloType};
 use crate::atomic::AtomicDir;
@@ -182,21 +182,19 @@ pub fn read_column_chunk_as(
     data_type: &DataType,
 ) -> Result<ArrayRef> {
     let path = column_file(set, chunk, column);
-    let file = match std::fs::File::open(&path) {
-        Ok(f) => f,
+    // Mapped (when large enough to pay): plain numeric vectors are then sliced out of the
+    // mapping without a copy (see `mapped::map_or_read` about files truncated meanwhile).
+    let bytes = match crate::mapped::map_or_read(&path) {
+        Ok((bytes, _)) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(new_null_array(data_type, rows))
         }
         Err(e) => return Err(Error::from(e).with_file(&path)),
     };
-    let located = |e: Error| {
+    decode_rows_buffer(&bytes, data_type, rows).map_err(|e| {
         e.with_file(&path)
             .with_column(column, Some(&column_info.name))
-    };
-    // SAFETY: the map is only read while `map` lives, and the decoder copies what it keeps; a
-    // file changed underneath gives wrong values or a decode error, as with any read.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| located(e.into()))?;
-    decode_rows(&map, data_type, rows).map_err(located)
+    })
 }
 
 /// The fragments of a Filo set: runs of chunks of about `target_rows` rows, from

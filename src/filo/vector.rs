@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
-use super::decode::decode;
+use super::decode::decode_buffer;
 use super::encode::{encode, EncodeOptions};
 use super::mapping::FiloType;
 use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
@@ -37,12 +37,11 @@ impl VectorReader {
         limit: Option<usize>,
     ) -> Result<VectorReader> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_file(path))?;
-        // SAFETY: read-only map, decoded into fresh Arrow buffers while it lives.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_file(path))?;
+        // Plain numeric vectors are sliced out of the mapped file without a copy.
+        let (bytes, _) =
+            crate::mapped::map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
         let data_type = filo_type.arrow_type();
-        let array = decode(&map, &data_type).map_err(|e| e.with_file(path))?;
+        let array = decode_buffer(&bytes, &data_type).map_err(|e| e.with_file(path))?;
         let schema = Arc::new(Schema::new(vec![Field::new(
             VECTOR_COLUMN,
             data_type,

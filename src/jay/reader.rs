@@ -6,11 +6,10 @@
 //! mapping is page-aligned and every Jay buffer starts at a multiple of 8), so a batch costs
 //! one scan for missing values per column plus, for strings, the UTF-8 check.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::mapped::{aligned_copy, map_or_read, read_aligned};
 use arrow_array::types::{
     ArrowPrimitiveType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Int8Type, TimestampNanosecondType,
@@ -20,7 +19,7 @@ use arrow_array::{
     PrimitiveArray, RecordBatch, RecordBatchOptions, RecordBatchReader,
 };
 use arrow_buffer::{
-    ArrowNativeType, BooleanBuffer, Buffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
 };
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use memmap2::Mmap;
@@ -249,38 +248,6 @@ fn attach_path(error: Error, path: Option<&Path>) -> Error {
         Some(p) => error.with_file(p),
         None => error,
     }
-}
-
-fn map_or_read(path: &Path) -> std::io::Result<(Buffer, Option<Arc<Mmap>>)> {
-    let file = File::open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() || metadata.len() < 4096 {
-        return Ok((read_aligned(path)?, None));
-    }
-    // SAFETY: the map is read-only and private to this process. Another process truncating
-    // the file while it is mapped can fault the reader; `JayFile::open_copy` avoids that.
-    let map = Arc::new(unsafe { Mmap::map(&file)? });
-    let len = map.len();
-    let ptr = NonNull::new(map.as_ptr() as *mut u8).expect("a mapping is never null");
-    // SAFETY: `ptr` is valid for `len` bytes for as long as the `Mmap` lives, and the buffer
-    // keeps it alive.
-    let buffer = unsafe { Buffer::from_custom_allocation(ptr, len, map.clone()) };
-    Ok((buffer, Some(map)))
-}
-
-fn read_aligned(path: &Path) -> std::io::Result<Buffer> {
-    use std::io::Read;
-    let mut file = File::open(path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(aligned_copy(&bytes))
-}
-
-/// A copy in Arrow's own allocation, which is 64-byte aligned.
-fn aligned_copy(bytes: &[u8]) -> Buffer {
-    let mut buffer = MutableBuffer::new(bytes.len());
-    buffer.extend_from_slice(bytes);
-    buffer.into()
 }
 
 /// Builds a Jay [`Reader`].
