@@ -3,29 +3,43 @@
 //! its input the way the target did.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use arrowsmith::{jay, vs};
+use arrow_schema::DataType;
+use arrowsmith::{filo, jay, vs, ErrorClass};
 
-/// The system allocator, remembering the largest single allocation, so that a test can show
-/// that an input no longer makes a reader allocate what the input does not justify.
+/// The system allocator, remembering the largest single allocation of each thread, so that a
+/// test can show that an input no longer makes a reader allocate what the input does not
+/// justify. Per thread, because the tests run in parallel and some allocate a lot on purpose.
 struct LargestAllocation;
 
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note_allocation(size: usize) {
+    // `try_with`: the allocator is also called while a thread's locals are torn down.
+    let _ = LARGEST.try_with(|largest| largest.set(largest.get().max(size)));
+}
 
 unsafe impl GlobalAlloc for LargestAllocation {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note_allocation(layout.size());
         // SAFETY: the caller's contract is passed on unchanged.
         unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation(layout.size());
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: as above.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        note_allocation(new_size);
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -33,6 +47,13 @@ unsafe impl GlobalAlloc for LargestAllocation {
 
 #[global_allocator]
 static ALLOCATOR: LargestAllocation = LargestAllocation;
+
+/// What `work` returns, and the largest single allocation this thread made while it ran.
+fn largest_allocation_of<T>(work: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST.with(|largest| largest.set(0));
+    let result = work();
+    (result, LARGEST.with(Cell::get))
+}
 
 fn input(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -95,7 +116,7 @@ fn a_vs_meta_that_claims_gigabytes_per_vector_is_not_reserved_up_front() {
     // reserved room for its rows' vectors before decoding any, 6 GiB for the `vs` target's
     // 3-row batches, and ran out of memory.
     let bytes = std::fs::read(input("vs_meta_claims_gigabytes_per_vector.vs")).unwrap();
-    for salvage in [false, true] {
+    let ((), largest) = largest_allocation_of(|| for salvage in [false, true] {
         let reader = vs::ReaderBuilder::new()
             .with_batch_size(3)
             .with_salvage(salvage)
@@ -111,8 +132,7 @@ fn a_vs_meta_that_claims_gigabytes_per_vector_is_not_reserved_up_front() {
         } else {
             assert!(outcome.is_err());
         }
-    }
-    let largest = LARGEST.load(Ordering::Relaxed);
+    });
     assert!(largest < 256 << 20, "{largest} bytes allocated at once");
 }
 
@@ -195,4 +215,31 @@ fn salvage_does_not_verify_a_void_column_row_by_row() {
         .unwrap();
     let batches = reader.collect::<Result<Vec<_>, _>>().unwrap();
     assert!(batches.len() <= 1, "{} batches", batches.len());
+}
+
+#[test]
+fn a_filo_empty_vector_longer_than_its_chunk_is_refused_before_it_is_decoded() {
+    // A 68-byte vector whose header makes it an EmptyVector of 13,566,063 NAs (the `filo_vector`
+    // target's first byte chose Binary). That many NAs in 4 bytes is what the format allows, and
+    // decoding it whole costs a 54 MB offsets buffer; but reading it as a prefix of fewer rows
+    // decoded it whole too before the lengths were compared, doubling the cost of an input
+    // that took 0.37 s under the sanitizer.
+    let data = std::fs::read(input("filo_empty_vector_of_13m_elements.filo")).unwrap();
+    let (&choice, bytes) = data.split_first().unwrap();
+    assert_eq!(choice as usize % 9, 8, "the target's Binary");
+    let info = filo::inspect(bytes).unwrap();
+    assert_eq!(info.wire_type, filo::WireType::Empty);
+    assert_eq!(info.len, 13_566_063);
+
+    let whole = filo::decode(bytes, &DataType::Binary).unwrap();
+    assert_eq!((whole.len(), whole.null_count()), (info.len, info.len));
+
+    let (outcome, largest) =
+        largest_allocation_of(|| filo::decode_rows(bytes, &DataType::Binary, info.len / 2));
+    let error = outcome.expect_err("a vector longer than its chunk");
+    assert_eq!(error.class(), ErrorClass::RowCountMismatch, "{error}");
+    assert!(error.message().contains("declares 13566063 elements"), "{error}");
+    assert_eq!(error.offset(), Some(0), "{error}");
+    assert_eq!(error.field(), Some("EmptyVector header (bits 8-31)"), "{error}");
+    assert!(largest < 1 << 20, "{largest} bytes allocated at once");
 }
