@@ -243,3 +243,29 @@ fn a_filo_empty_vector_longer_than_its_chunk_is_refused_before_it_is_decoded() {
     assert_eq!(error.field(), Some("EmptyVector header (bits 8-31)"), "{error}");
     assert!(largest < 1 << 20, "{largest} bytes allocated at once");
 }
+
+#[test]
+fn an_arrow_batch_without_columns_is_not_cut_into_millions_of_empty_batches() {
+    // A 1,173-byte stream: a schema of no fields, then a record batch that declares 16,646,147
+    // rows. Cut to the `arrow_ipc` target's batch size of 5 it was 3.3 million empty batches,
+    // 3.3 s under the sanitizer. It is handed out whole now; then the stream is damaged.
+    let path = input("arrow_batch_without_columns_of_16m_rows.arrow");
+    let mut options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::ArrowStream);
+    options.scan.batch_size = Some(5);
+    let mut reader = arrowsmith::open(&path, &options).unwrap();
+    assert_eq!(reader.schema().fields().len(), 0);
+    let batch = reader.next().unwrap().unwrap();
+    assert_eq!((batch.num_columns(), batch.num_rows()), (0, 16_646_147));
+    let error = arrowsmith::Error::from(reader.next().unwrap().expect_err("damage at byte 768"));
+    assert!(error.message().contains("unexpected NONE message"), "{error}");
+    assert_eq!(error.offset(), Some(768), "{error}");
+    assert!(reader.next().is_none());
+
+    // A row limit still cuts it.
+    options.scan.limit = Some(7);
+    let rows: Vec<usize> = arrowsmith::open(&path, &options)
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .collect();
+    assert_eq!(rows, [7]);
+}
