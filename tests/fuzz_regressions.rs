@@ -116,21 +116,23 @@ fn a_vs_meta_that_claims_gigabytes_per_vector_is_not_reserved_up_front() {
     // reserved room for its rows' vectors before decoding any, 6 GiB for the `vs` target's
     // 3-row batches, and ran out of memory.
     let bytes = std::fs::read(input("vs_meta_claims_gigabytes_per_vector.vs")).unwrap();
-    let ((), largest) = largest_allocation_of(|| for salvage in [false, true] {
-        let reader = vs::ReaderBuilder::new()
-            .with_batch_size(3)
-            .with_salvage(salvage)
-            .build_from_bytes(bytes.clone())
-            .unwrap();
-        let report = reader.salvage_report().clone();
-        let outcome: Result<Vec<_>, _> = reader.collect();
-        // The one point's vector does not hold what the meta claims: an error, or with
-        // salvage a skipped point.
-        if salvage {
-            assert_eq!(outcome.unwrap().len(), 0);
-            assert_eq!(report.len(), 1);
-        } else {
-            assert!(outcome.is_err());
+    let ((), largest) = largest_allocation_of(|| {
+        for salvage in [false, true] {
+            let reader = vs::ReaderBuilder::new()
+                .with_batch_size(3)
+                .with_salvage(salvage)
+                .build_from_bytes(bytes.clone())
+                .unwrap();
+            let report = reader.salvage_report().clone();
+            let outcome: Result<Vec<_>, _> = reader.collect();
+            // The one point's vector does not hold what the meta claims: an error, or with
+            // salvage a skipped point.
+            if salvage {
+                assert_eq!(outcome.unwrap().len(), 0);
+                assert_eq!(report.len(), 1);
+            } else {
+                assert!(outcome.is_err());
+            }
         }
     });
     assert!(largest < 256 << 20, "{largest} bytes allocated at once");
@@ -238,9 +240,16 @@ fn a_filo_empty_vector_longer_than_its_chunk_is_refused_before_it_is_decoded() {
         largest_allocation_of(|| filo::decode_rows(bytes, &DataType::Binary, info.len / 2));
     let error = outcome.expect_err("a vector longer than its chunk");
     assert_eq!(error.class(), ErrorClass::RowCountMismatch, "{error}");
-    assert!(error.message().contains("declares 13566063 elements"), "{error}");
+    assert!(
+        error.message().contains("declares 13566063 elements"),
+        "{error}"
+    );
     assert_eq!(error.offset(), Some(0), "{error}");
-    assert_eq!(error.field(), Some("EmptyVector header (bits 8-31)"), "{error}");
+    assert_eq!(
+        error.field(),
+        Some("EmptyVector header (bits 8-31)"),
+        "{error}"
+    );
     assert!(largest < 1 << 20, "{largest} bytes allocated at once");
 }
 
@@ -257,7 +266,10 @@ fn an_arrow_batch_without_columns_is_not_cut_into_millions_of_empty_batches() {
     let batch = reader.next().unwrap().unwrap();
     assert_eq!((batch.num_columns(), batch.num_rows()), (0, 16_646_147));
     let error = arrowsmith::Error::from(reader.next().unwrap().expect_err("damage at byte 768"));
-    assert!(error.message().contains("unexpected NONE message"), "{error}");
+    assert!(
+        error.message().contains("unexpected NONE message"),
+        "{error}"
+    );
     assert_eq!(error.offset(), Some(768), "{error}");
     assert!(reader.next().is_none());
 
@@ -268,4 +280,48 @@ fn an_arrow_batch_without_columns_is_not_cut_into_millions_of_empty_batches() {
         .map(|b| b.unwrap().num_rows())
         .collect();
     assert_eq!(rows, [7]);
+}
+
+#[test]
+fn a_vs_snappy_vector_announcing_more_than_its_bytes_can_hold_is_not_allocated() {
+    // A 93-byte file whose meta block claims 268,435,455 one-byte elements per vector, and
+    // whose one point is 5 bytes of raw snappy data announcing exactly that: the decoder allocated (and
+    // zeroed) 256 MiB for it. Such inputs, a few in every thousand the `vs` target tried, are
+    // what drove its process past 2 GB (finding 11). Batches of 3 rows are decoded on the
+    // calling thread, so the per-thread measure sees the decoder's allocations.
+    let bytes = std::fs::read(input("vs_snappy_announces_256_mib.vs")).unwrap();
+    let (outcomes, largest) = largest_allocation_of(|| {
+        [false, true].map(|salvage| {
+            let reader = vs::ReaderBuilder::new()
+                .with_batch_size(3)
+                .with_salvage(salvage)
+                .build_from_bytes(bytes.clone())
+                .unwrap();
+            let report = reader.salvage_report().clone();
+            let outcome = reader.collect::<Result<Vec<_>, _>>();
+            (outcome, report.skipped())
+        })
+    });
+    let [(strict, _), (salvaged, skipped)] = outcomes;
+    let error = arrowsmith::Error::from(strict.expect_err("a vector that cannot hold its claim"));
+    assert!(
+        error
+            .message()
+            .contains("snappy data of 5 bytes announces 268435455 bytes"),
+        "{error}"
+    );
+    assert_eq!(error.offset(), Some(16), "{error}");
+    assert_eq!(salvaged.unwrap().len(), 0);
+    let skipped: Vec<String> = skipped.iter().map(ToString::to_string).collect();
+    // The point, and the damaged rest of the file after it.
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.contains("block at byte 16 (1 row)")
+                && s.contains("announces 268435455 bytes")),
+        "{skipped:?}"
+    );
+    // What the batch may reserve for the meta block's claim is capped at 16 MiB (finding 4).
+    assert!(largest <= 16 << 20, "{largest} bytes allocated at once");
 }
