@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(info) = filo::inspect(bytes) {
         if info.wire_type == WireType::Empty && info.len > 1 << 12 {
             let refused = filo::decode_rows(bytes, &t.arrow_type(), info.len / 2);
-            assert!(refused.is_err(), "a vector is not read as a chunk of another length");
+            assert!(
+                refused.is_err(),
+                "a vector is not read as a chunk of another length"
+            );
             return;
         }
     }
