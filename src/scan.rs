@@ -187,7 +187,10 @@ impl FragmentRange {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanOptions {
     /// Rows per batch at most; `None` is every reader's default, [`DEFAULT_BATCH_SIZE`]. A
-    /// batch never spans two DataSeries extents or two Filo chunks.
+    /// batch never spans two DataSeries extents or two Filo chunks. The Jay and ecosystem
+    /// readers hand out a batch without columns (a Jay frame of none, an Arrow IPC batch of an
+    /// empty schema) whole, whatever its row count: it costs nothing, and nothing in the file
+    /// bounds that count.
     pub batch_size: Option<usize>,
     /// The columns to read, in this order; `None` reads them all.
     pub projection: Option<Projection>,

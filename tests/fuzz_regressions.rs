@@ -3,29 +3,43 @@
 //! its input the way the target did.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use arrowsmith::{jay, vs};
+use arrow_schema::DataType;
+use arrowsmith::{filo, jay, vs, ErrorClass};
 
-/// The system allocator, remembering the largest single allocation, so that a test can show
-/// that an input no longer makes a reader allocate what the input does not justify.
+/// The system allocator, remembering the largest single allocation of each thread, so that a
+/// test can show that an input no longer makes a reader allocate what the input does not
+/// justify. Per thread, because the tests run in parallel and some allocate a lot on purpose.
 struct LargestAllocation;
 
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note_allocation(size: usize) {
+    // `try_with`: the allocator is also called while a thread's locals are torn down.
+    let _ = LARGEST.try_with(|largest| largest.set(largest.get().max(size)));
+}
 
 unsafe impl GlobalAlloc for LargestAllocation {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note_allocation(layout.size());
         // SAFETY: the caller's contract is passed on unchanged.
         unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation(layout.size());
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: as above.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        note_allocation(new_size);
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -33,6 +47,13 @@ unsafe impl GlobalAlloc for LargestAllocation {
 
 #[global_allocator]
 static ALLOCATOR: LargestAllocation = LargestAllocation;
+
+/// What `work` returns, and the largest single allocation this thread made while it ran.
+fn largest_allocation_of<T>(work: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST.with(|largest| largest.set(0));
+    let result = work();
+    (result, LARGEST.with(Cell::get))
+}
 
 fn input(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -95,24 +116,25 @@ fn a_vs_meta_that_claims_gigabytes_per_vector_is_not_reserved_up_front() {
     // reserved room for its rows' vectors before decoding any, 6 GiB for the `vs` target's
     // 3-row batches, and ran out of memory.
     let bytes = std::fs::read(input("vs_meta_claims_gigabytes_per_vector.vs")).unwrap();
-    for salvage in [false, true] {
-        let reader = vs::ReaderBuilder::new()
-            .with_batch_size(3)
-            .with_salvage(salvage)
-            .build_from_bytes(bytes.clone())
-            .unwrap();
-        let report = reader.salvage_report().clone();
-        let outcome: Result<Vec<_>, _> = reader.collect();
-        // The one point's vector does not hold what the meta claims: an error, or with
-        // salvage a skipped point.
-        if salvage {
-            assert_eq!(outcome.unwrap().len(), 0);
-            assert_eq!(report.len(), 1);
-        } else {
-            assert!(outcome.is_err());
+    let ((), largest) = largest_allocation_of(|| {
+        for salvage in [false, true] {
+            let reader = vs::ReaderBuilder::new()
+                .with_batch_size(3)
+                .with_salvage(salvage)
+                .build_from_bytes(bytes.clone())
+                .unwrap();
+            let report = reader.salvage_report().clone();
+            let outcome: Result<Vec<_>, _> = reader.collect();
+            // The one point's vector does not hold what the meta claims: an error, or with
+            // salvage a skipped point.
+            if salvage {
+                assert_eq!(outcome.unwrap().len(), 0);
+                assert_eq!(report.len(), 1);
+            } else {
+                assert!(outcome.is_err());
+            }
         }
-    }
-    let largest = LARGEST.load(Ordering::Relaxed);
+    });
     assert!(largest < 256 << 20, "{largest} bytes allocated at once");
 }
 
@@ -195,4 +217,111 @@ fn salvage_does_not_verify_a_void_column_row_by_row() {
         .unwrap();
     let batches = reader.collect::<Result<Vec<_>, _>>().unwrap();
     assert!(batches.len() <= 1, "{} batches", batches.len());
+}
+
+#[test]
+fn a_filo_empty_vector_longer_than_its_chunk_is_refused_before_it_is_decoded() {
+    // A 68-byte vector whose header makes it an EmptyVector of 13,566,063 NAs (the `filo_vector`
+    // target's first byte chose Binary). That many NAs in 4 bytes is what the format allows, and
+    // decoding it whole costs a 54 MB offsets buffer; but reading it as a prefix of fewer rows
+    // decoded it whole too before the lengths were compared, doubling the cost of an input
+    // that took 0.37 s under the sanitizer.
+    let data = std::fs::read(input("filo_empty_vector_of_13m_elements.filo")).unwrap();
+    let (&choice, bytes) = data.split_first().unwrap();
+    assert_eq!(choice as usize % 9, 8, "the target's Binary");
+    let info = filo::inspect(bytes).unwrap();
+    assert_eq!(info.wire_type, filo::WireType::Empty);
+    assert_eq!(info.len, 13_566_063);
+
+    let whole = filo::decode(bytes, &DataType::Binary).unwrap();
+    assert_eq!((whole.len(), whole.null_count()), (info.len, info.len));
+
+    let (outcome, largest) =
+        largest_allocation_of(|| filo::decode_rows(bytes, &DataType::Binary, info.len / 2));
+    let error = outcome.expect_err("a vector longer than its chunk");
+    assert_eq!(error.class(), ErrorClass::RowCountMismatch, "{error}");
+    assert!(
+        error.message().contains("declares 13566063 elements"),
+        "{error}"
+    );
+    assert_eq!(error.offset(), Some(0), "{error}");
+    assert_eq!(
+        error.field(),
+        Some("EmptyVector header (bits 8-31)"),
+        "{error}"
+    );
+    assert!(largest < 1 << 20, "{largest} bytes allocated at once");
+}
+
+#[test]
+fn an_arrow_batch_without_columns_is_not_cut_into_millions_of_empty_batches() {
+    // A 1,173-byte stream: a schema of no fields, then a record batch that declares 16,646,147
+    // rows. Cut to the `arrow_ipc` target's batch size of 5 it was 3.3 million empty batches,
+    // 3.3 s under the sanitizer. It is handed out whole now; then the stream is damaged.
+    let path = input("arrow_batch_without_columns_of_16m_rows.arrow");
+    let mut options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::ArrowStream);
+    options.scan.batch_size = Some(5);
+    let mut reader = arrowsmith::open(&path, &options).unwrap();
+    assert_eq!(reader.schema().fields().len(), 0);
+    let batch = reader.next().unwrap().unwrap();
+    assert_eq!((batch.num_columns(), batch.num_rows()), (0, 16_646_147));
+    let error = arrowsmith::Error::from(reader.next().unwrap().expect_err("damage at byte 768"));
+    assert!(
+        error.message().contains("unexpected NONE message"),
+        "{error}"
+    );
+    assert_eq!(error.offset(), Some(768), "{error}");
+    assert!(reader.next().is_none());
+
+    // A row limit still cuts it.
+    options.scan.limit = Some(7);
+    let rows: Vec<usize> = arrowsmith::open(&path, &options)
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .collect();
+    assert_eq!(rows, [7]);
+}
+
+#[test]
+fn a_vs_snappy_vector_announcing_more_than_its_bytes_can_hold_is_not_allocated() {
+    // A 93-byte file whose meta block claims 268,435,455 one-byte elements per vector, and
+    // whose one point is 5 bytes of raw snappy data announcing exactly that: the decoder allocated (and
+    // zeroed) 256 MiB for it. Such inputs, a few in every thousand the `vs` target tried, are
+    // what drove its process past 2 GB (finding 11). Batches of 3 rows are decoded on the
+    // calling thread, so the per-thread measure sees the decoder's allocations.
+    let bytes = std::fs::read(input("vs_snappy_announces_256_mib.vs")).unwrap();
+    let (outcomes, largest) = largest_allocation_of(|| {
+        [false, true].map(|salvage| {
+            let reader = vs::ReaderBuilder::new()
+                .with_batch_size(3)
+                .with_salvage(salvage)
+                .build_from_bytes(bytes.clone())
+                .unwrap();
+            let report = reader.salvage_report().clone();
+            let outcome = reader.collect::<Result<Vec<_>, _>>();
+            (outcome, report.skipped())
+        })
+    });
+    let [(strict, _), (salvaged, skipped)] = outcomes;
+    let error = arrowsmith::Error::from(strict.expect_err("a vector that cannot hold its claim"));
+    assert!(
+        error
+            .message()
+            .contains("snappy data of 5 bytes announces 268435455 bytes"),
+        "{error}"
+    );
+    assert_eq!(error.offset(), Some(16), "{error}");
+    assert_eq!(salvaged.unwrap().len(), 0);
+    let skipped: Vec<String> = skipped.iter().map(ToString::to_string).collect();
+    // The point, and the damaged rest of the file after it.
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.contains("block at byte 16 (1 row)")
+                && s.contains("announces 268435455 bytes")),
+        "{skipped:?}"
+    );
+    // What the batch may reserve for the meta block's claim is capped at 16 MiB (finding 4).
+    assert!(largest <= 16 << 20, "{largest} bytes allocated at once");
 }

@@ -269,7 +269,11 @@ impl<R: Iterator<Item = Result<RecordBatch, ArrowError>>> Adapted<R> {
                 Err(e) => return Some(Err(arrow_error(e, &self.path))),
             };
         }
-        if batch.num_rows() > self.max_rows {
+        // Nothing in a file bounds the row count of a batch without columns (an IPC record
+        // batch of an empty schema may declare 2^63 rows), and such a batch costs nothing
+        // whole: cut to the batch size, it would be millions of empty batches. Jay's reader
+        // hands such frames out whole for the same reason.
+        if batch.num_rows() > self.max_rows && batch.num_columns() > 0 {
             self.pending = Some(batch.slice(self.max_rows, batch.num_rows() - self.max_rows));
             batch = batch.slice(0, self.max_rows);
         }

@@ -662,6 +662,27 @@ fn decode_rows_from(
     data_type: &DataType,
     rows: usize,
 ) -> Result<ArrayRef> {
+    // An EmptyVector declares up to 16M elements in its 4-byte header, and a constant vector as
+    // many in a few dozen bytes: decoding one costs what 16M Arrow elements cost, whatever the
+    // file's size. So the declared count is compared with the chunk's before anything is
+    // allocated. A vector whose tables do not verify is left to `decode`, which names the damage.
+    if let Ok(info) = inspect(bytes) {
+        if info.len != rows {
+            let field = match info.wire_type {
+                WireType::Empty => "EmptyVector header (bits 8-31)".to_string(),
+                other => format!("{} length", other.name()),
+            };
+            return Err(Error::new(
+                ErrorClass::RowCountMismatch,
+                format!(
+                    "the vector declares {} elements, the chunk has {rows} rows",
+                    info.len
+                ),
+            )
+            .with_field(field)
+            .at_offset(0));
+        }
+    }
     let array = decode_from(bytes, owner, data_type)?;
     if array.len() != rows {
         return Err(Error::new(

@@ -118,6 +118,21 @@ impl VectorDecoder {
             }
             _ => {}
         }
+        // Snappy's densest element is a 3-byte copy of 64 bytes, so no stream expands more than
+        // 64/3 times. The announced length is the meta block's claim repeated, which only bounds
+        // it loosely (a 93-byte point announced 256 MiB), so it is held to what the bytes can give
+        // before anything is allocated for it.
+        let most = stored.len().saturating_mul(64) / 3;
+        if len > most {
+            return Err((
+                ErrorClass::BufferSize,
+                format!(
+                    "vector length mismatch: snappy data of {} bytes announces {len} bytes, more \
+                     than it can decompress to (at most {most})",
+                    stored.len()
+                ),
+            ));
+        }
         // Within the checked bound; `resize` only writes what grows past the last vector.
         self.plain.resize(len, 0);
         let written = self
