@@ -203,3 +203,21 @@ fn packing_matches_reference_values_exactly_without_doublebase() {
         );
     }
 }
+
+#[test]
+fn an_input_without_columns_is_refused_by_name() {
+    // A batch of rows and no columns (Arrow allows it): rows of no fields would take no bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.ds");
+    let schema = std::sync::Arc::new(arrow_schema::Schema::empty());
+    let err = arrowsmith::dataseries::Writer::try_new(&path, schema, WriterOptions::default())
+        .err()
+        .expect("refused");
+    assert_eq!(
+        err.class(),
+        arrowsmith::ErrorClass::InvalidArgument,
+        "{err}"
+    );
+    assert!(err.to_string().contains("at least one field"), "{err}");
+    assert!(!path.exists());
+}

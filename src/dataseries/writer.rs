@@ -98,6 +98,12 @@ impl Writer {
         options: WriterOptions,
     ) -> Result<Writer> {
         let e = |e: Error| e.with_file(path);
+        if schema.fields().is_empty() {
+            // Rows of no fields take no bytes: nothing would bound an extent's row count.
+            return Err(e(Error::invalid_argument(
+                "a DataSeries extent type needs at least one field; the input has no columns",
+            )));
+        }
         if !(1024..=256 << 20).contains(&options.extent_size) {
             return Err(e(Error::invalid_argument(format!(
                 "extent size {} is outside 1 KiB ..= 256 MiB",
