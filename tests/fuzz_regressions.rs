@@ -55,6 +55,17 @@ fn largest_allocation_of<T>(work: impl FnOnce() -> T) -> (T, usize) {
     (result, LARGEST.with(Cell::get))
 }
 
+/// The error that ends reading `path` as `format`: the file opens, and a batch fails.
+fn first_batch_error(path: &std::path::Path, format: arrowsmith::Format) -> arrowsmith::Error {
+    let options = arrowsmith::ReadOptions::for_format(format);
+    let reader = arrowsmith::open(path, &options).unwrap();
+    let error = reader
+        .map(|b| b.map(|_| ()))
+        .collect::<Result<Vec<()>, _>>()
+        .expect_err("a batch that fails");
+    arrowsmith::Error::from(error)
+}
+
 fn input(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fuzz_regressions")
@@ -143,13 +154,7 @@ fn an_arrow_ipc_record_batch_whose_list_nulls_outrun_their_buffer_is_an_error() 
     // arrow-ipc 59 panics building this list array (a validity bitmap of 1 byte for 2^34
     // rows) instead of returning an error; the `arrow_ipc` target found it.
     let path = input("arrow_list_nulls_past_buffer.arrow");
-    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::ArrowStream);
-    let reader = arrowsmith::open(&path, &options).unwrap();
-    let error = reader
-        .map(|b| b.map(|_| ()))
-        .collect::<Result<Vec<()>, _>>()
-        .expect_err("a malformed batch");
-    let error = arrowsmith::Error::from(error);
+    let error = first_batch_error(&path, arrowsmith::Format::ArrowStream);
     assert!(
         error.message().contains("record batch is malformed"),
         "{error}"
@@ -192,13 +197,7 @@ fn a_parquet_page_that_uses_a_dictionary_its_chunk_never_gave_is_an_error() {
     // dictionary page: parquet 59 panics ("Decoder for dict should have been set") while
     // decoding the first batch. The `parquet` target found it.
     let path = input("parquet_dictionary_encoded_page_without_dictionary.parquet");
-    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Parquet);
-    let reader = arrowsmith::open(&path, &options).unwrap();
-    let error = reader
-        .map(|b| b.map(|_| ()))
-        .collect::<Result<Vec<()>, _>>()
-        .expect_err("a malformed page");
-    let error = arrowsmith::Error::from(error);
+    let error = first_batch_error(&path, arrowsmith::Format::Parquet);
     assert!(error.message().contains("a page is malformed"), "{error}");
     assert!(error.message().contains("dict"), "{error}");
     assert_eq!(error.class(), arrowsmith::ErrorClass::Parquet, "{error}");

@@ -315,13 +315,15 @@ impl Writer {
         self.check_batch(batch)?;
         // A huge batch (a Polars frame arrives as one) is encoded in slices, so each column's
         // copy, sentinel fill and statistics run on data still in cache.
-        let mut result = Ok(());
-        let mut start = 0;
-        while result.is_ok() && start < batch.num_rows().max(1) {
-            let len = ENCODE_SLICE_ROWS.min(batch.num_rows() - start);
-            result = self.append_batch(&batch.slice(start, len));
-            start += len.max(1);
-        }
+        let rows = batch.num_rows();
+        let result = if rows <= ENCODE_SLICE_ROWS {
+            self.append_batch(batch)
+        } else {
+            (0..rows).step_by(ENCODE_SLICE_ROWS).try_for_each(|start| {
+                let len = ENCODE_SLICE_ROWS.min(rows - start);
+                self.append_batch(&batch.slice(start, len))
+            })
+        };
         if result.is_err() {
             self.failed = true;
         }
