@@ -8,7 +8,9 @@ run (issue 11's goals):
 
 The write is timed twice: arrowsmith's default (durable: the file is fsynced before its rename)
 and with durable=False, which is what datatable does (it never syncs), so like is compared
-with like.
+with like. Each write makes a new file, as `arrowsmith.write(df, "x.jay")` does (its default
+mode refuses an existing target): the previous run's file is deleted, and everything synced,
+before the clock starts, for both sides alike.
 
 The inputs are the 10M-row files of scripts/bench-jay.sh and scripts/bench-bcolz.sh (written by
 datatable and bcolz, reused from target/bench-jay and target/bench-bcolz when present). Needs a
@@ -42,10 +44,14 @@ def load(name):
     return module
 
 
-def timed(fn, reps):
+def timed(fn, reps, setup=None):
+    if setup:
+        setup()
     fn()  # warm-up: page cache, allocator, thread pools
     runs = []
     for _ in range(reps):
+        if setup:
+            setup()
         gc.collect()
         start = time.perf_counter()
         fn()
@@ -85,20 +91,32 @@ def main():
     ours_jay, theirs_jay = scratch / "ours.jay", scratch / "theirs.jay"
     df = pl.DataFrame(arrowsmith.open(jay))
 
+    def fresh(path):
+        """Before each write (untimed): no target, as `arrowsmith.write(df, "x.jay")` requires,
+        and the previous file's dirty pages on disk, so neither side pays for the other's
+        writeback or for freeing an old file."""
+        def setup():
+            if path.exists():
+                path.unlink()
+            os.sync()
+        return setup
+
     pairs = {
         "read_jay": (lambda: arrowsmith.read(jay),
-                     lambda: datatable.fread(str(jay)).to_arrow()),
+                     lambda: datatable.fread(str(jay)).to_arrow(), None, None),
         "read_bcolz": (lambda: arrowsmith.read(bcolz_dir),
-                       lambda: bcolz.open(str(bcolz_dir), mode="r")[:]),
-        "write_jay": (lambda: arrowsmith.write(df, ours_jay, mode="overwrite"),
-                      lambda: datatable.Frame(df.to_arrow()).to_jay(str(theirs_jay))),
-        "write_jay_no_sync": (lambda: arrowsmith.write(df, ours_jay, mode="overwrite", durable=False),
-                              lambda: datatable.Frame(df.to_arrow()).to_jay(str(theirs_jay))),
+                       lambda: bcolz.open(str(bcolz_dir), mode="r")[:], None, None),
+        "write_jay": (lambda: arrowsmith.write(df, ours_jay),
+                      lambda: datatable.Frame(df.to_arrow()).to_jay(str(theirs_jay)),
+                      fresh(ours_jay), fresh(theirs_jay)),
+        "write_jay_no_sync": (lambda: arrowsmith.write(df, ours_jay, durable=False),
+                              lambda: datatable.Frame(df.to_arrow()).to_jay(str(theirs_jay)),
+                              fresh(ours_jay), fresh(theirs_jay)),
     }
     results = {}
-    for name, (ours, theirs) in pairs.items():
-        a = timed(ours, args.reps)
-        b = timed(theirs, args.reps)
+    for name, (ours, theirs, ours_setup, theirs_setup) in pairs.items():
+        a = timed(ours, args.reps, ours_setup)
+        b = timed(theirs, args.reps, theirs_setup)
         results[name] = {"arrowsmith": a, "reference": b, "speedup": b["best"] / a["best"],
                          "goal": GOALS[name]}
     for path in (ours_jay, theirs_jay):

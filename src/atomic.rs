@@ -94,28 +94,14 @@ impl AtomicFile {
     /// at [`AtomicFile::commit`] finds most of the file on disk already instead of waiting for
     /// all of it. Bytes still in the buffer are not covered.
     pub fn start_writeback(&mut self, offset: u64, len: u64) {
-        if !self.durable {
-            return;
+        if self.durable {
+            start_writeback(self.writer.get_ref().as_file(), offset, len);
         }
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            let fd = self.writer.get_ref().as_file().as_raw_fd();
-            let (offset, len) = (offset.min(i64::MAX as u64), len.min(i64::MAX as u64));
-            // SAFETY: a valid open descriptor; the call only starts asynchronous writeback of
-            // the range's dirty pages. Its result is ignored: the flush at the commit is what
-            // the durability rests on.
-            unsafe {
-                libc::sync_file_range(
-                    fd,
-                    offset as libc::off64_t,
-                    len as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (offset, len);
+    }
+
+    /// Whether `commit` flushes the file to disk.
+    pub fn durable(&self) -> bool {
+        self.durable
     }
 
     /// Renames the finished temporary file over the target.
@@ -137,6 +123,29 @@ impl AtomicFile {
         }
         Ok(())
     }
+}
+
+/// Asks the kernel to start writing the bytes `offset..offset + len` of `file` out to disk
+/// (Linux; elsewhere nothing), without waiting for it.
+pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (offset, len) = (offset.min(i64::MAX as u64), len.min(i64::MAX as u64));
+        // SAFETY: a valid open descriptor; the call only starts asynchronous writeback of the
+        // range's dirty pages. Its result is ignored: the flush at the commit is what the
+        // durability rests on.
+        unsafe {
+            libc::sync_file_range(
+                file.as_raw_fd(),
+                offset as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
 }
 
 /// Flushes the directory holding `path`: a rename is on disk only once the directory whose

@@ -1399,13 +1399,25 @@ fn a_failed_write_leaves_no_file_and_an_existing_target_untouched() {
             )
             .unwrap();
             writer.write(&good).unwrap();
-            let err = writer.write(&bad).unwrap_err();
+            // Under its memory limit the writer holds batches and encodes them at `finish()`,
+            // so the value is refused there; otherwise by the `write()` of its batch.
+            let held = memory_limit > 0;
+            let err = match writer.write(&bad) {
+                Err(err) => {
+                    assert!(!held, "{err}");
+                    // The writer refuses to go on, and finishing writes nothing.
+                    assert!(writer.write(&good).is_err());
+                    assert!(writer.finish().is_err());
+                    err
+                }
+                Ok(()) => {
+                    assert!(held);
+                    writer.finish().unwrap_err()
+                }
+            };
             assert_eq!(err.class(), ErrorClass::SentinelCollision);
             assert_eq!(err.row(), Some(3));
             assert_eq!(err.file(), Some(path.as_path()));
-            // The writer refuses to go on, and finishing writes nothing.
-            assert!(writer.write(&good).is_err());
-            assert!(writer.finish().is_err());
             let names: Vec<_> = std::fs::read_dir(dir.path())
                 .unwrap()
                 .map(|e| e.unwrap().file_name())
@@ -2475,10 +2487,89 @@ fn a_string_view_outside_its_buffers_is_an_error_not_a_panic() {
     let bad = unsafe { StringViewArray::new_unchecked(views, vec![data], None) };
     let batch = batch_of(&schema, vec![Arc::new(bad)]);
     let dir = tempfile::tempdir().unwrap();
-    let mut writer = Writer::try_new(dir.path().join("x.jay"), schema.clone(), options()).unwrap();
-    let err = writer.write(&batch).unwrap_err();
-    assert_eq!(err.class(), ErrorClass::BadValue, "{err}");
-    assert!(err.to_string().contains("outside"), "{err}");
-    assert!(writer.finish().is_err());
-    assert!(!dir.path().join("x.jay").exists());
+    for memory_limit in [0, usize::MAX] {
+        let options = options().with_memory_limit(memory_limit);
+        let mut writer =
+            Writer::try_new(dir.path().join("x.jay"), schema.clone(), options).unwrap();
+        // Refused by `write()`, or by `finish()` when the writer holds the batch.
+        let err = match writer.write(&batch) {
+            Err(err) => {
+                assert!(writer.finish().is_err());
+                err
+            }
+            Ok(()) => writer.finish().unwrap_err(),
+        };
+        assert_eq!(err.class(), ErrorClass::BadValue, "{err}");
+        assert!(err.to_string().contains("outside"), "{err}");
+        assert_eq!(err.row(), Some(1), "{err}");
+        assert!(!dir.path().join("x.jay").exists());
+    }
+}
+
+#[test]
+fn batches_held_to_the_end_make_the_same_bytes_as_batches_encoded_on_arrival() {
+    // Under its memory limit the writer keeps a file's batches and encodes each column straight
+    // into its place at `finish()`; with a limit of 0 it encodes every batch as it comes. Both
+    // must make the same file, for every flat column kind: nulls, text in the middle and at the
+    // end (views, 32- and 64-bit offsets), booleans, void, a batch larger than one encoding
+    // slice, and an empty batch.
+    let schema = schema_of(vec![
+        field("i32", DataType::Int32),
+        field("s", DataType::Utf8),
+        field("b", DataType::Boolean),
+        field("v", DataType::Null),
+        field("f64", DataType::Float64),
+        field("ls", DataType::LargeUtf8),
+        field("u8", DataType::UInt8),
+        field("view", DataType::Utf8View),
+    ]);
+    let batch = |rows: usize, seed: usize| {
+        let text = |i: usize| {
+            let k = (i * 7 + seed) % 29;
+            (k % 5 != 0).then(|| "x".repeat(k) + &i.to_string())
+        };
+        batch_of(
+            &schema,
+            vec![
+                Arc::new(Int32Array::from_iter(
+                    (0..rows).map(|i| (i % 13 != 0).then_some((i + seed) as i32)),
+                )),
+                Arc::new(StringArray::from_iter((0..rows).map(text))),
+                Arc::new(BooleanArray::from_iter(
+                    (0..rows).map(|i| (i % 7 != 0).then_some(i % 3 == 0)),
+                )),
+                Arc::new(NullArray::new(rows)),
+                Arc::new(Float64Array::from_iter_values(
+                    (0..rows).map(|i| i as f64 * 0.25 - seed as f64),
+                )),
+                Arc::new(LargeStringArray::from_iter((0..rows).map(text))),
+                Arc::new(UInt8Array::from_iter_values(
+                    (0..rows).map(|i| (i % 251) as u8),
+                )),
+                Arc::new(StringViewArray::from_iter((0..rows).map(|i| text(i + 1)))),
+            ],
+        )
+    };
+    let batches = [batch(1000, 1), batch(0, 2), batch(70_000, 3), batch(17, 4)];
+    let held = write(&schema, &batches);
+    let encoded = try_write(&schema, &batches, options().with_memory_limit(0)).unwrap();
+    assert_eq!(held.summary.rows, 71_017);
+    assert_eq!(held.bytes, encoded.bytes);
+
+    // The same for one batch (a Polars frame arrives as one), and the frame reads back.
+    let whole = arrow::compute::concat_batches(&schema, &batches).unwrap();
+    let held = write(&schema, std::slice::from_ref(&whole));
+    assert_eq!(held.bytes, encoded.bytes);
+    let back = ReaderBuilder::new().build(&held.path).unwrap();
+    let back: Vec<RecordBatch> = back.collect::<Result<_, _>>().unwrap();
+    let back = arrow::compute::concat_batches(&back[0].schema(), &back).unwrap();
+    assert_eq!(back.num_rows(), whole.num_rows());
+    for name in ["i32", "s", "b", "f64"] {
+        let i = schema.index_of(name).unwrap();
+        assert_eq!(
+            back.column(i).as_ref(),
+            whole.column(i).as_ref(),
+            "column {name}"
+        );
+    }
 }

@@ -10,19 +10,21 @@
 //! Files are written so that every datatable release can read them as far as the column types
 //! allow: non-array columns in the old layout, arrays (and their children) in the new layout.
 
+mod direct;
 mod encode;
 mod frame;
 mod keys;
 mod spool;
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use rayon::prelude::*;
 
+use self::direct::Held;
 use self::encode::{Buf, EncodeError, EncodeOptions, Encoder, Finished};
 use self::frame::Placed;
 use self::keys::{KeyCheck, KeyRequest};
@@ -94,9 +96,13 @@ impl WriterOptions {
         self
     }
 
-    /// How many bytes of encoded column data the writer holds in memory before it moves
-    /// them to the spool file (default 256 MiB). 0 spills after every batch.
+    /// How many bytes of column data the writer holds in memory before it moves them to the
+    /// spool file (default 256 MiB). 0 spills after every batch.
     /// Memory use is about this limit plus the batch being written.
+    ///
+    /// Up to this limit, a writer to a file keeps the batches themselves (shared, not copied)
+    /// and encodes them at `finish()` straight into their place in the file; a frame beyond it
+    /// is encoded as it arrives.
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = bytes;
         self
@@ -184,6 +190,10 @@ pub struct Writer {
     schema: SchemaRef,
     mappings: Vec<WriteMapping>,
     encoders: Vec<Box<dyn Encoder>>,
+    /// Batches kept whole for `finish()` (see `direct`), while `holding`.
+    held: Vec<Held>,
+    held_bytes: usize,
+    holding: bool,
     spool: Spool,
     memory_limit: usize,
     output: Output,
@@ -260,23 +270,17 @@ impl Writer {
             policy: options.sentinel_collisions,
             offset32_limit: options.offset32_limit,
         };
-        let mut encoders = Vec::with_capacity(mappings.len());
-        for (i, (mapping, field)) in mappings.iter().zip(schema.fields()).enumerate() {
-            let encoder = encode::encoder_for(mapping, field.data_type(), encode_options)
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorClass::UnsupportedType,
-                        format!("no Jay encoder for the column's mapping {mapping:?}"),
-                    )
-                    .with_column(i, Some(field.name()))
-                })?;
-            encoders.push(encoder);
-        }
+        let encoders = new_encoders(&schema, &mappings, encode_options)?;
         let keys = KeyRequest::from_schema(&schema);
+        let holding = matches!(output, Output::File(_))
+            && encoders.iter().all(|e| e.direct_layout(0, 0).is_some());
         Ok(Writer {
             schema,
             mappings,
             encoders,
+            held: Vec::new(),
+            held_bytes: 0,
+            holding,
             spool: Spool::new(spill_dir),
             memory_limit: options.memory_limit,
             output,
@@ -305,7 +309,10 @@ impl Writer {
     ///
     /// A batch of the wrong shape is refused and the writer goes on. Any other error (a value
     /// that cannot be stored, a failing spool file) leaves the writer unusable: later writes
-    /// and `finish()` fail, and the target is left untouched.
+    /// and `finish()` fail, and the target is left untouched. A writer to a file holds batches
+    /// up to its memory limit and encodes them in `finish()` (see
+    /// [`WriterOptions::with_memory_limit`]), so a value in them that cannot be stored is
+    /// refused there, with the same error.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         if self.failed {
             return Err(self.locate(Error::invalid_argument(
@@ -313,21 +320,63 @@ impl Writer {
             )));
         }
         self.check_batch(batch)?;
-        // A huge batch (a Polars frame arrives as one) is encoded in slices, so each column's
-        // copy, sentinel fill and statistics run on data still in cache.
-        let rows = batch.num_rows();
-        let result = if rows <= ENCODE_SLICE_ROWS {
-            self.append_batch(batch)
-        } else {
-            (0..rows).step_by(ENCODE_SLICE_ROWS).try_for_each(|start| {
-                let len = ENCODE_SLICE_ROWS.min(rows - start);
-                self.append_batch(&batch.slice(start, len))
-            })
-        };
+        let result = self.take(batch);
         if result.is_err() {
             self.failed = true;
         }
         result
+    }
+
+    fn take(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.holding {
+            if let Some((held, size)) = Held::new(batch, &self.encoders, &self.mappings) {
+                let size = usize::try_from(size).unwrap_or(usize::MAX);
+                if self.held_bytes.saturating_add(size) <= self.memory_limit {
+                    self.held_bytes += size;
+                    self.held.push(held);
+                    self.count_rows(batch);
+                    return Ok(());
+                }
+            }
+            self.release_held()?;
+        }
+        self.encode(batch, self.rows)?;
+        self.count_rows(batch);
+        Ok(())
+    }
+
+    fn count_rows(&mut self, batch: &RecordBatch) {
+        if let KeyRequest::Check(check) = &mut self.keys {
+            check.check(batch, self.rows);
+        }
+        self.rows += batch.num_rows() as u64;
+    }
+
+    /// Encodes the held batches into the column streams, and every later batch as it comes.
+    fn release_held(&mut self) -> Result<()> {
+        self.holding = false;
+        let held = std::mem::take(&mut self.held);
+        self.held_bytes = 0;
+        let mut first_row = self.rows - held.iter().map(|h| h.batch.num_rows() as u64).sum::<u64>();
+        for Held { batch, .. } in &held {
+            self.encode(batch, first_row)?;
+            first_row += batch.num_rows() as u64;
+        }
+        Ok(())
+    }
+
+    /// Encodes `batch`, whose first row is row `first_row` of the file, into the column
+    /// streams. A huge batch (a Polars frame arrives as one) is encoded in slices, so each
+    /// column's copy, sentinel fill and statistics run on data still in cache.
+    fn encode(&mut self, batch: &RecordBatch, first_row: u64) -> Result<()> {
+        let rows = batch.num_rows();
+        if rows <= ENCODE_SLICE_ROWS {
+            return self.append_batch(batch, first_row);
+        }
+        (0..rows).step_by(ENCODE_SLICE_ROWS).try_for_each(|start| {
+            let len = ENCODE_SLICE_ROWS.min(rows - start);
+            self.append_batch(&batch.slice(start, len), first_row + start as u64)
+        })
     }
 
     fn check_batch(&self, batch: &RecordBatch) -> Result<()> {
@@ -353,7 +402,7 @@ impl Writer {
         Ok(())
     }
 
-    fn append_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+    fn append_batch(&mut self, batch: &RecordBatch, first_row: u64) -> Result<()> {
         let ncols = self.mappings.len();
         let columns = batch.columns();
         let parallel = ncols > 1 && batch.num_rows().saturating_mul(ncols) >= 1 << 15;
@@ -380,15 +429,10 @@ impl Writer {
         {
             let mut error = Error::new(e.class, e.message);
             if let Some(index) = e.index {
-                error = error.at_row(self.rows + index as u64);
+                error = error.at_row(first_row + index as u64);
             }
             return Err(self.column_error(i, error));
         }
-
-        if let KeyRequest::Check(check) = &mut self.keys {
-            check.check(batch, self.rows);
-        }
-        self.rows += batch.num_rows() as u64;
 
         let held: usize = self.encoders.iter().map(|e| e.held()).sum();
         if held > self.memory_limit {
@@ -411,11 +455,17 @@ impl Writer {
     /// Writes the file and, for a path, renames it over the target. Returns the number of rows
     /// written and warnings about what the file could not keep (time zones dropped, a key that
     /// was requested but could not be written).
-    pub fn finish(self) -> Result<WriteSummary> {
+    pub fn finish(mut self) -> Result<WriteSummary> {
         if self.failed {
             return Err(self.locate(Error::invalid_argument(
                 "an earlier write to this Jay writer failed; no file was written",
             )));
+        }
+        if !self.held.is_empty() {
+            if let Some(layout) = direct::plan(&self.encoders, &self.held) {
+                return self.finish_direct(layout);
+            }
+            self.release_held()?;
         }
         let Writer {
             schema,
@@ -432,21 +482,7 @@ impl Writer {
             Some(path) => e.with_file(path),
             None => e,
         };
-        let nkeys = match keys {
-            KeyRequest::None => 0,
-            KeyRequest::Invalid(why) => {
-                warnings.push(format!("no key written: {why}"));
-                0
-            }
-            KeyRequest::Check(check) => match KeyCheck::verdict(check) {
-                Ok(k) => k as i32,
-                Err(why) => {
-                    warnings.push(why);
-                    0
-                }
-            },
-        };
-
+        let nkeys = key_count(keys, &mut warnings);
         let finished: Vec<Finished> = encoders.into_iter().map(|e| e.finish()).collect();
         let mut data = DataSection {
             out: &mut output,
@@ -460,21 +496,7 @@ impl Writer {
                 .collect()
         })()
         .map_err(|e| locate(Error::from(e)))?;
-
-        let named: Vec<(&str, Placed)> = schema
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .zip(placed)
-            .collect();
-        let meta = frame::build(&named, rows, nkeys);
-        (|| -> io::Result<()> {
-            output.write_all(&meta)?;
-            output.write_all(&(meta.len() as u64).to_le_bytes())?;
-            output.write_all(TRAILER)?;
-            output.flush()
-        })()
-        .map_err(|e| locate(Error::from(e)))?;
+        write_meta(&mut output, &schema, placed, rows, nkeys).map_err(locate)?;
         drop(spool);
         match output {
             Output::File(file) => file.commit()?,
@@ -487,6 +509,52 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// `finish()` for held batches: every column encoded into its place (see `direct`).
+    fn finish_direct(self, layout: direct::Layout) -> Result<WriteSummary> {
+        let Writer {
+            schema,
+            encoders,
+            held,
+            output,
+            target,
+            rows,
+            keys,
+            mut warnings,
+            ..
+        } = self;
+        let locate = |e: Error| match &target {
+            Some(path) => e.with_file(path),
+            None => e,
+        };
+        let Output::File(mut file) = output else {
+            return Err(Error::new(
+                ErrorClass::Io,
+                "internal error: a Jay writer to a sink held its batches",
+            ));
+        };
+        let data_end = HEADER.len() as u64 + layout.end();
+        let start = |file: &mut AtomicFile| -> io::Result<()> {
+            file.write_all(HEADER)?;
+            let file = file.file_mut()?;
+            // Sized first, so that the columns written in parallel fill it rather than extend it.
+            file.set_len(data_end)?;
+            file.seek(SeekFrom::Start(data_end))?;
+            Ok(())
+        };
+        start(&mut file).map_err(|e| locate(Error::from(e)))?;
+        let durable = file.durable();
+        let data_file = file.file_mut().map_err(|e| locate(Error::from(e)))?;
+        let placed = direct::write(data_file, durable, &layout, encoders, &held)
+            .map_err(|(i, e)| locate(e.with_column(i, Some(schema.field(i).name()))))?;
+        drop(held);
+        let nkeys = key_count(keys, &mut warnings);
+        write_meta(&mut file, &schema, placed, rows, nkeys).map_err(locate)?;
+        file.commit()?;
+        Ok(WriteSummary { rows, warnings })
+    }
+}
+
 impl BatchWriter for Writer {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         Writer::write(self, batch)
@@ -494,6 +562,68 @@ impl BatchWriter for Writer {
     fn finish(self: Box<Self>) -> Result<WriteSummary> {
         Writer::finish(*self)
     }
+}
+
+/// The number of key columns to record, with a warning when a requested key was not kept.
+fn key_count(keys: KeyRequest, warnings: &mut Vec<String>) -> i32 {
+    match keys {
+        KeyRequest::None => 0,
+        KeyRequest::Invalid(why) => {
+            warnings.push(format!("no key written: {why}"));
+            0
+        }
+        KeyRequest::Check(check) => match KeyCheck::verdict(check) {
+            Ok(k) => k as i32,
+            Err(why) => {
+                warnings.push(why);
+                0
+            }
+        },
+    }
+}
+
+/// Ends the file after its data section: the meta record, its length and the trailer.
+fn write_meta(
+    out: &mut impl Write,
+    schema: &SchemaRef,
+    placed: Vec<Placed>,
+    rows: u64,
+    nkeys: i32,
+) -> Result<()> {
+    let named: Vec<(&str, Placed)> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .zip(placed)
+        .collect();
+    let meta = frame::build(&named, rows, nkeys);
+    out.write_all(&meta)?;
+    out.write_all(&(meta.len() as u64).to_le_bytes())?;
+    out.write_all(TRAILER)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The encoder of every column.
+fn new_encoders(
+    schema: &SchemaRef,
+    mappings: &[WriteMapping],
+    options: EncodeOptions,
+) -> Result<Vec<Box<dyn Encoder>>> {
+    mappings
+        .iter()
+        .zip(schema.fields())
+        .enumerate()
+        .map(|(i, (mapping, field))| {
+            encode::encoder_for(mapping, field.data_type(), options).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::UnsupportedType,
+                    format!("no Jay encoder for the column's mapping {mapping:?}"),
+                )
+                .with_column(i, Some(field.name()))
+            })
+        })
+        .collect()
 }
 
 fn spool_error(e: io::Error, dir: &Path) -> Error {

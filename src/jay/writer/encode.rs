@@ -13,6 +13,8 @@ mod list;
 mod offsets;
 mod text;
 
+pub(crate) use self::text::text_len;
+
 use std::io;
 
 use arrow_array::cast::AsArray;
@@ -128,6 +130,22 @@ pub(crate) trait Encoder: Send {
     fn held(&self) -> usize;
     /// Moves every held byte to the spool.
     fn spill(&mut self, spool: &mut Spool) -> io::Result<()>;
+    /// The lengths of the column's buffers (those of [`Finished::data`]) after `rows` rows
+    /// holding `text` bytes of text (for text columns), for a column written straight into
+    /// its place in the file. `None` when the column cannot be written that way (arrays, or
+    /// text beyond 32-bit offsets). Asked of a fresh encoder.
+    fn direct_layout(&self, rows: u64, text: u64) -> Option<Vec<u64>> {
+        let _ = (rows, text);
+        None
+    }
+    /// Hands the bytes held in memory to `out`, with the index of their buffer in
+    /// [`Finished::data`], and forgets them. Only for columns with a `direct_layout`.
+    fn drain(&mut self, out: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>) -> io::Result<()> {
+        let _ = out;
+        Err(io::Error::other(
+            "internal error: this column cannot be written directly",
+        ))
+    }
     fn finish(self: Box<Self>) -> Finished;
 }
 
@@ -269,6 +287,14 @@ impl Encoder for BoolEncoder {
         self.data.spill(spool)
     }
 
+    fn direct_layout(&self, rows: u64, _text: u64) -> Option<Vec<u64>> {
+        Some(vec![rows])
+    }
+
+    fn drain(&mut self, out: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>) -> io::Result<()> {
+        self.data.drain(&mut |b| out(0, b))
+    }
+
     fn finish(self: Box<Self>) -> Finished {
         let na = BOOL_NA as i8;
         let (min, max) = match (self.any_false, self.any_true) {
@@ -309,6 +335,12 @@ impl Encoder for VoidEncoder {
         0
     }
     fn spill(&mut self, _: &mut Spool) -> io::Result<()> {
+        Ok(())
+    }
+    fn direct_layout(&self, _rows: u64, _text: u64) -> Option<Vec<u64>> {
+        Some(Vec::new())
+    }
+    fn drain(&mut self, _: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>) -> io::Result<()> {
         Ok(())
     }
     fn finish(self: Box<Self>) -> Finished {

@@ -297,6 +297,26 @@ impl Stream {
         out.write_all(&self.tail)
     }
 
+    /// Hands every byte held in memory, in order, to `out` and forgets them, keeping the tail's
+    /// allocation for the next batch; `len` still counts them. For a column written straight
+    /// into the file batch by batch, so a stream that has spilled cannot be drained.
+    pub(crate) fn drain(&mut self, out: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        for piece in self.pieces.drain(..) {
+            match piece {
+                Piece::Memory(buffer) => out(buffer.as_slice())?,
+                Piece::Spooled { .. } => {
+                    return Err(io::Error::other(
+                        "internal error: a spilled stream cannot be drained",
+                    ))
+                }
+            }
+        }
+        self.held = 0;
+        out(&self.tail)?;
+        self.tail.clear();
+        Ok(())
+    }
+
     /// Calls `f` with the stream's bytes in order, in chunks whose lengths are multiples of
     /// `unit` bytes (a chunk boundary never splits a value). Spooled bytes are read back in
     /// chunks of about [`READ_CHUNK`] bytes.

@@ -393,6 +393,14 @@ impl<T: Fixed> Encoder for FixedEncoder<T> {
         self.data.spill(spool)
     }
 
+    fn direct_layout(&self, rows: u64, _text: u64) -> Option<Vec<u64>> {
+        Some(vec![rows * std::mem::size_of::<T>() as u64])
+    }
+
+    fn drain(&mut self, out: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>) -> io::Result<()> {
+        self.data.drain(&mut |b| out(0, b))
+    }
+
     fn finish(self: Box<Self>) -> Finished {
         let (min, max) = self.summary.min_max.unwrap_or((T::NA, T::NA));
         Finished {

@@ -301,6 +301,31 @@ enum TextSource<'a> {
     View(&'a arrow_array::StringViewArray),
 }
 
+/// The text bytes a column of Utf8, LargeUtf8 or Utf8View stores for `array` (the lengths of
+/// its valid rows), or `None` for other types (dictionaries). A view that points outside its
+/// buffers still counts by its length: `append` refuses it later.
+pub(crate) fn text_len(array: &dyn Array) -> Option<u64> {
+    fn of_offsets<O: OffsetSizeTrait>(a: &GenericStringArray<O>) -> u64 {
+        let offs = a.value_offsets();
+        let len = |i: usize| offs[i + 1].as_usize().saturating_sub(offs[i].as_usize()) as u64;
+        match nulls_of(a) {
+            None => offs[a.len()].as_usize().saturating_sub(offs[0].as_usize()) as u64,
+            Some(nulls) => nulls.valid_indices().map(len).sum(),
+        }
+    }
+    Some(match text_source(array)? {
+        TextSource::Utf8(a) => of_offsets(a),
+        TextSource::Large(a) => of_offsets(a),
+        TextSource::View(a) => match nulls_of(a) {
+            None => a.views().iter().map(|&v| v as u32 as u64).sum(),
+            Some(nulls) => nulls
+                .valid_indices()
+                .map(|i| a.views()[i] as u32 as u64)
+                .sum(),
+        },
+    })
+}
+
 fn text_source(array: &dyn Array) -> Option<TextSource<'_>> {
     match array.data_type() {
         DataType::Utf8 => array.as_string_opt::<i32>().map(TextSource::Utf8),
@@ -358,6 +383,31 @@ impl Encoder for TextEncoder {
     fn spill(&mut self, spool: &mut Spool) -> io::Result<()> {
         self.offsets.spill(spool)?;
         self.bytes.spill(spool)
+    }
+
+    fn direct_layout(&self, rows: u64, text: u64) -> Option<Vec<u64>> {
+        let wide = self.offsets.wide_mode;
+        if !wide && (text > self.limit || rows > self.limit) {
+            return None;
+        }
+        Some(vec![(rows + 1) * if wide { 8 } else { 4 }, text])
+    }
+
+    fn drain(&mut self, out: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>) -> io::Result<()> {
+        let offsets = &mut self.offsets;
+        // A column laid out with 32-bit offsets cannot switch to 64-bit ones half-way.
+        if offsets.wide_mode && offsets.narrow.len() > 0 {
+            return Err(io::Error::other(
+                "internal error: a column laid out with 32-bit offsets outgrew them",
+            ));
+        }
+        let stream = if offsets.wide_mode {
+            &mut offsets.wide
+        } else {
+            &mut offsets.narrow
+        };
+        stream.drain(&mut |b| out(0, b))?;
+        self.bytes.drain(&mut |b| out(1, b))
     }
 
     fn finish(self: Box<Self>) -> Finished {
