@@ -8,8 +8,10 @@ use ::parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatc
 use ::parquet::arrow::arrow_writer::{
     ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
-use ::parquet::arrow::{ArrowWriter, ProjectionMask};
-use ::parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use ::parquet::arrow::{ArrowSchemaConverter, ArrowWriter, ProjectionMask};
+use ::parquet::basic::{
+    BrotliLevel, Compression, Encoding, GzipLevel, Type as PhysicalType, ZstdLevel,
+};
 use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::properties::WriterProperties;
@@ -246,6 +248,32 @@ type ColumnResult = std::result::Result<Vec<ArrowColumnChunk>, ParquetError>;
 /// zstd compresses the plain pages better than the fallback's mix.
 const DICTIONARY_PAGE_LIMIT: usize = 64 << 10;
 
+/// The writer's properties for `schema`. An integer column whose dictionary overflows falls
+/// back to DELTA_BINARY_PACKED rather than PLAIN: ids, counters and timestamps (the usual
+/// integer columns of many distinct values) are near-sorted, so their deltas pack into a few
+/// bits each, which is smaller than plain values and leaves zstd little to do. Every Parquet
+/// reader decodes it (it is part of the format since 2.0, in version 1 data pages as well).
+fn writer_properties(
+    schema: &SchemaRef,
+    codec: Compression,
+    row_group_rows: usize,
+) -> std::result::Result<WriterProperties, ParquetError> {
+    let mut props = WriterProperties::builder()
+        .set_compression(codec)
+        .set_max_row_group_row_count(Some(row_group_rows))
+        .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT);
+    let parquet_schema = ArrowSchemaConverter::new().convert(schema)?;
+    for column in parquet_schema.columns() {
+        if matches!(
+            column.physical_type(),
+            PhysicalType::INT32 | PhysicalType::INT64
+        ) {
+            props = props.set_column_encoding(column.path().clone(), Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    Ok(props.build())
+}
+
 impl Writer {
     /// Zstd unless `options.compression` says otherwise; `options.row_group_size` rows per row
     /// group (1,048,576, the `parquet` crate's default, otherwise).
@@ -268,11 +296,7 @@ impl Writer {
             Some(n) => n,
             None => DEFAULT_MAX_ROW_GROUP_ROW_COUNT,
         };
-        let props = WriterProperties::builder()
-            .set_compression(codec)
-            .set_max_row_group_row_count(Some(row_group_rows))
-            .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT)
-            .build();
+        let props = writer_properties(&schema, codec, row_group_rows).in_file(&path)?;
         // ArrowWriter sets up the Parquet schema and the embedded Arrow schema; its lower
         // layers then take the row groups we encode ourselves.
         let (file_writer, factory) =
@@ -696,11 +720,7 @@ mod tests {
         let summary = Box::new(writer).finish().unwrap();
         assert_eq!(summary.rows, start as u64);
 
-        let props = WriterProperties::builder()
-            .set_compression(compression(None).unwrap())
-            .set_max_row_group_row_count(Some(3_000))
-            .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT)
-            .build();
+        let props = writer_properties(&schema, compression(None).unwrap(), 3_000).unwrap();
         let mut reference = Vec::new();
         let mut arrow_writer = ArrowWriter::try_new(&mut reference, schema, Some(props)).unwrap();
         for b in &reference_input {

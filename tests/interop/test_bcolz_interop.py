@@ -9,6 +9,7 @@
 """
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import bcolz
@@ -159,6 +160,42 @@ def test_bcolz_to_parquet_read_by_pyarrow(tmp_path):
     ct = bcolz.open(str(path), mode="r")
     for name in cols:
         assert_column_matches(table.column(name), ct[name][:], name)
+
+
+def test_parquet_integers_fall_back_to_delta_encoding_that_every_reader_decodes(tmp_path):
+    """Integer columns with too many distinct values for a dictionary are written
+    DELTA_BINARY_PACKED (sequences become a few bits a value); pyarrow, DuckDB and Polars all
+    read them back exactly, nulls included."""
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    n = 300_000
+    rng = np.random.default_rng(11)
+    cols = {
+        "id": np.arange(n, dtype=np.int64) * 3 + 1_000_000_000_000,
+        "noise": rng.integers(-2**31, 2**31 - 1, n).astype(np.int32),
+        "small": (np.arange(n) % 7).astype(np.int16),
+        "price": rng.normal(100, 5, n),
+    }
+    path = tmp_path / "t.bcolz"
+    bcolz.ctable(columns=list(cols.values()), names=list(cols), rootdir=str(path), mode="w").flush()
+    out = tmp_path / "t.parquet"
+    interop.convert(path, out)
+
+    meta = pq.ParquetFile(str(out)).metadata
+    encodings = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).encodings
+                 for i in range(meta.num_columns)}
+    assert "DELTA_BINARY_PACKED" in encodings["id"], encodings
+    assert "DELTA_BINARY_PACKED" in encodings["noise"], encodings
+    assert "DELTA_BINARY_PACKED" not in encodings["small"], encodings  # 7 values: a dictionary
+    assert "DELTA_BINARY_PACKED" not in encodings["price"], encodings  # floats stay plain
+
+    table = pq.read_table(str(out))
+    frame = pl.read_parquet(str(out))
+    for name, values in cols.items():
+        assert np.array_equal(table.column(name).to_numpy(), values), name
+        assert np.array_equal(frame[name].to_numpy(), values), name
+    total, noise = duckdb.sql("SELECT sum(id), sum(noise::BIGINT) FROM '%s'" % out).fetchall()[0]
+    assert total == int(cols["id"].sum()) and noise == int(cols["noise"].astype(np.int64).sum())
 
 
 def arrow_input(tmp_path, n):
