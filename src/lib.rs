@@ -57,6 +57,7 @@ pub mod inspect;
 pub mod jay;
 mod mapped;
 pub mod options;
+mod pipeline;
 pub mod read_ahead;
 pub mod salvage;
 pub mod scan;

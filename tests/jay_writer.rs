@@ -2573,3 +2573,67 @@ fn batches_held_to_the_end_make_the_same_bytes_as_batches_encoded_on_arrival() {
         );
     }
 }
+
+#[test]
+fn a_large_scan_decodes_ahead_in_order_and_stops_at_a_damaged_batch() {
+    // 300,000 rows × 2 columns is a scan the reader decodes ahead on the pool; batches must
+    // still come in row order, and damage in a later batch must end the scan there, after the
+    // intact batches before it.
+    let rows = 300_000;
+    let schema = schema_of(vec![
+        field("i", DataType::Int64),
+        field("s", DataType::Utf8),
+    ]);
+    let batch = batch_of(
+        &schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..rows as i64)),
+            Arc::new(StringArray::from_iter_values(
+                (0..rows).map(|i| format!("{i:06}")),
+            )),
+        ],
+    );
+    let w = write(&schema, std::slice::from_ref(&batch));
+    let batches: Vec<RecordBatch> = ReaderBuilder::new()
+        .with_batch_size(10_000)
+        .build(&w.path)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(batches.len(), 30);
+    for (k, b) in batches.iter().enumerate() {
+        assert_eq!(b.num_rows(), 10_000);
+        assert_eq!(
+            b.column(0).as_primitive::<Int64Type>().value(0),
+            k as i64 * 10_000
+        );
+        assert_eq!(
+            b.column(1).as_string::<i32>().value(9_999),
+            format!("{:06}", k * 10_000 + 9_999)
+        );
+    }
+
+    // Row 250,000's string (6 bytes a row) gets a byte that is not UTF-8.
+    let strdata = w.column("s").strdata.unwrap();
+    let mut bytes = w.bytes.clone();
+    bytes[strdata.file_offset() as usize + 6 * 250_000] = 0xff;
+    let damaged = w.path.with_file_name("damaged.jay");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let mut reader = ReaderBuilder::new()
+        .with_batch_size(10_000)
+        .build(&damaged)
+        .unwrap();
+    for k in 0..25 {
+        let b = reader
+            .next()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("batch {k}: {e}"));
+        assert_eq!(b.column(0).as_primitive::<Int64Type>().value(0), k * 10_000);
+    }
+    let err = reader.next().unwrap().unwrap_err();
+    assert!(err.to_string().contains("UTF-8"), "{err}");
+    assert!(
+        reader.next().is_none(),
+        "the scan ends at the damaged batch"
+    );
+}

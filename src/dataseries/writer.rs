@@ -6,7 +6,6 @@ mod extent;
 mod numbers;
 mod options;
 mod pack;
-mod pipeline;
 mod schema;
 mod variable;
 
@@ -21,13 +20,13 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use self::extent::{encode, header_bytes, Extent};
 pub use self::options::{DsWriteOptions, WriterOptions};
-use self::pipeline::Pipeline;
 use self::schema::{canonical, check_writable, resolve_type};
 use super::codec::{self, Mode};
 use super::file::{roundup_var, HEADER_LEN};
 use super::types::{ExtentType, Kind, INDEX_NAME};
 use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
+use crate::pipeline::Pipeline;
 use crate::write::{BatchWriter, WriteSummary};
 
 /// Writes record batches into a new DataSeries file.

@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use super::mapping::{JayType, NKEYS_METADATA_KEY};
 use super::meta::{self, BufferRange, ColumnInfo, FrameInfo, Layout};
 use crate::error::{Error, ErrorClass, Result};
+use crate::pipeline::Pipeline;
 use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{
     split_rows, FragmentRange, FragmentSpan, Projection, ScanOptions, DEFAULT_BATCH_SIZE,
@@ -39,6 +40,10 @@ const PARALLEL_THRESHOLD: usize = 1 << 16;
 
 /// How many batches ahead a reader maps in the pages it will read.
 const PREFETCH_BATCHES: usize = 8;
+
+/// Rows × columns from which a reader decodes the next batches on the pool while the caller
+/// takes the current one (see [`Reader`]).
+const PIPELINE_THRESHOLD: usize = 1 << 18;
 
 /// An opened, verified Jay file: its bytes (usually a memory map) and its description.
 pub struct JayFile {
@@ -339,10 +344,12 @@ impl ReaderBuilder {
             }
         }
         let schema = Arc::new(all.project(&columns)?);
+        let pipelined = (end - first).saturating_mul(columns.len()) >= PIPELINE_THRESHOLD;
         Ok(Reader {
             file,
             schema,
             columns,
+            pipeline: pipelined.then(Pipeline::new),
             prefetched_to: first,
             first_row: first,
             next_row: first,
@@ -435,10 +442,17 @@ pub fn fragments(file: &JayFile, target_rows: usize) -> Result<Vec<FragmentSpan>
 }
 
 /// The record batches of a Jay file, in row order.
+///
+/// A large scan decodes batches on the rayon pool, a few ahead of the one handed out, each
+/// batch a job that maps in its own pages and decodes its columns; memory stays at those few
+/// batches. Decoding one batch's columns in parallel instead left a core idle behind the
+/// string column and cost a handful of thread wake-ups per batch.
 pub struct Reader {
     file: Arc<JayFile>,
     schema: SchemaRef,
     columns: Vec<usize>,
+    /// Batches being decoded ahead, oldest first (for large scans).
+    pipeline: Option<Pipeline<Result<RecordBatch>>>,
     /// Rows up to here have been handed to [`JayFile::prefetch`].
     prefetched_to: usize,
     first_row: usize,
@@ -465,31 +479,8 @@ impl Reader {
         self.end_row - self.first_row
     }
 
-    fn read_batch(&self, start: usize, len: usize) -> Result<RecordBatch> {
-        let decode = |&index: &usize| self.file.read_column(index, start, len);
-        let arrays: Vec<ArrayRef> =
-            if self.columns.len() > 1 && len * self.columns.len() >= PARALLEL_THRESHOLD {
-                self.columns.par_iter().map(decode).collect::<Result<_>>()?
-            } else {
-                self.columns.iter().map(decode).collect::<Result<_>>()?
-            };
-        let options = RecordBatchOptions::new().with_row_count(Some(len));
-        Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            arrays,
-            &options,
-        )?)
-    }
-}
-
-impl Iterator for Reader {
-    type Item = Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.next_row >= self.end_row {
-            return None;
-        }
-        let start = self.next_row;
+    /// Rows of the batch that starts at `start`.
+    fn batch_len(&self, start: usize) -> usize {
         // Without columns that hold data (none, or only void ones) a batch costs nothing
         // whatever its row count, and nothing in the file bounds the frame's row count: all
         // rows go in one batch rather than in billions.
@@ -497,11 +488,74 @@ impl Iterator for Reader {
             .columns
             .iter()
             .all(|&c| self.file.info.columns[c].jay_type == JayType::Void0);
-        let len = if dataless {
+        if dataless {
             self.end_row - start
         } else {
             self.batch_size.min(self.end_row - start)
-        };
+        }
+    }
+
+    /// The next batch from the pipeline, keeping as many batches under way as the pool has
+    /// threads, plus one.
+    fn next_pipelined(&mut self) -> Option<Result<RecordBatch>> {
+        let depth = rayon::current_num_threads() + 1;
+        while self.pipeline.as_ref().is_some_and(|p| p.len() < depth)
+            && self.next_row < self.end_row
+        {
+            let start = self.next_row;
+            let len = self.batch_len(start);
+            self.next_row += len;
+            let (file, schema, columns) =
+                (self.file.clone(), self.schema.clone(), self.columns.clone());
+            let job = move || {
+                file.prefetch(&columns, start as u64, (start + len) as u64);
+                read_batch(&file, &schema, &columns, start, len)
+            };
+            self.pipeline.as_mut()?.submit(job);
+        }
+        self.pipeline.as_mut()?.next()
+    }
+}
+
+/// Rows `start..start + len` of `columns` of `file`, as a batch of `schema`.
+fn read_batch(
+    file: &JayFile,
+    schema: &SchemaRef,
+    columns: &[usize],
+    start: usize,
+    len: usize,
+) -> Result<RecordBatch> {
+    let decode = |&index: &usize| file.read_column(index, start, len);
+    let arrays: Vec<ArrayRef> = if columns.len() > 1 && len * columns.len() >= PARALLEL_THRESHOLD {
+        columns.par_iter().map(decode).collect::<Result<_>>()?
+    } else {
+        columns.iter().map(decode).collect::<Result<_>>()?
+    };
+    let options = RecordBatchOptions::new().with_row_count(Some(len));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        arrays,
+        &options,
+    )?)
+}
+
+impl Iterator for Reader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if self.pipeline.is_some() {
+            let batch = self.next_pipelined()?;
+            self.failed = batch.is_err();
+            return Some(batch.map_err(ArrowError::from));
+        }
+        if self.next_row >= self.end_row {
+            return None;
+        }
+        let start = self.next_row;
+        let len = self.batch_len(start);
         self.next_row += len;
         // Keep the pages of the next few batches mapped in ahead of the reads, in windows
         // (a whole large file at once would hold the first batch back and flood memory).
@@ -514,7 +568,7 @@ impl Iterator for Reader {
             self.file.prefetch(&self.columns, from as u64, to as u64);
             self.prefetched_to = to;
         }
-        let batch = self.read_batch(start, len);
+        let batch = read_batch(&self.file, &self.schema, &self.columns, start, len);
         self.failed = batch.is_err();
         Some(batch.map_err(ArrowError::from))
     }

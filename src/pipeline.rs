@@ -1,6 +1,6 @@
-//! Extents packed and compressed on the rayon pool while the caller goes on: it finds the next
-//! extents' boundaries and writes the finished ones, oldest first, so the file's order is the
-//! rows' order.
+//! Jobs on the rayon pool whose results the caller takes oldest first, while it goes on: the
+//! DataSeries writer packs and compresses extents this way and writes them in row order, the
+//! Jay reader decodes the next batches while the caller handles the current one.
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
@@ -8,25 +8,25 @@ use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::thread;
 
 /// Jobs under way, oldest first; each delivers its result through its own channel.
-pub(super) struct Pipeline<T> {
+pub(crate) struct Pipeline<T> {
     pending: VecDeque<Receiver<thread::Result<T>>>,
 }
 
 impl<T: Send + 'static> Pipeline<T> {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Pipeline {
             pending: VecDeque::new(),
         }
     }
 
     /// Jobs submitted and not yet taken.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pending.len()
     }
 
     /// Starts `job` on the pool. Jobs start in the order they are submitted (FIFO even from a
     /// pool thread), so the oldest, which the caller waits for first, is never left behind.
-    pub(super) fn submit(&mut self, job: impl FnOnce() -> T + Send + 'static) {
+    pub(crate) fn submit(&mut self, job: impl FnOnce() -> T + Send + 'static) {
         let (tx, rx) = mpsc::sync_channel(1);
         rayon::spawn_fifo(move || {
             // The receiver is gone only when the writer was dropped: nobody wants the result.
@@ -36,7 +36,7 @@ impl<T: Send + 'static> Pipeline<T> {
     }
 
     /// The oldest job's result if it has finished.
-    pub(super) fn try_next(&mut self) -> Option<T> {
+    pub(crate) fn try_next(&mut self) -> Option<T> {
         let rx = self.pending.front()?;
         match rx.try_recv() {
             Ok(done) => {
@@ -49,7 +49,7 @@ impl<T: Send + 'static> Pipeline<T> {
     }
 
     /// The oldest job's result, waiting for it; `None` when no job is under way.
-    pub(super) fn next(&mut self) -> Option<T> {
+    pub(crate) fn next(&mut self) -> Option<T> {
         let rx = self.pending.pop_front()?;
         loop {
             match rx.try_recv() {
