@@ -1,5 +1,6 @@
 //! Apache Parquet, through the `parquet` crate's Arrow reader and writer.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
 use ::parquet::file::reader::{FileReader, SerializedFileReader};
 use ::parquet::file::writer::SerializedFileWriter;
+use ::parquet::schema::types::ColumnPath;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
@@ -262,13 +264,20 @@ fn writer_properties(
         .set_compression(codec)
         .set_max_row_group_row_count(Some(row_group_rows))
         .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT);
+    // Properties go by column path, and Arrow allows two columns of one name: a path gets the
+    // encoding only when every column at it is an integer column.
     let parquet_schema = ArrowSchemaConverter::new().convert(schema)?;
+    let mut integer_paths: HashMap<&ColumnPath, bool> = HashMap::new();
     for column in parquet_schema.columns() {
-        if matches!(
+        let integer = matches!(
             column.physical_type(),
             PhysicalType::INT32 | PhysicalType::INT64
-        ) {
-            props = props.set_column_encoding(column.path().clone(), Encoding::DELTA_BINARY_PACKED);
+        );
+        *integer_paths.entry(column.path()).or_insert(true) &= integer;
+    }
+    for (path, all) in integer_paths {
+        if all {
+            props = props.set_column_encoding(path.clone(), Encoding::DELTA_BINARY_PACKED);
         }
     }
     Ok(props.build())
@@ -663,7 +672,58 @@ mod tests {
     use arrow_array::builder::{ListBuilder, StringDictionaryBuilder};
     use arrow_array::types::Int32Type;
     use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray};
-    use arrow_schema::{Field, Schema};
+    use arrow_schema::{DataType, Field, Schema};
+
+    #[test]
+    fn integer_columns_fall_back_to_delta_unless_a_column_of_another_type_shares_their_name() {
+        let rows = 50_000; // 400 KB of distinct int64 values: past the 64 KiB dictionary
+        let ints = || Arc::new(Int64Array::from_iter_values(0..rows as i64)) as ArrayRef;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("twice", DataType::Int64, false),
+            Field::new("twice", DataType::Utf8, false),
+            Field::new("price", DataType::Float64, false),
+        ]));
+        let text = StringArray::from_iter_values((0..rows).map(|i| i.to_string()));
+        let prices = Float64Array::from_iter_values((0..rows).map(|i| i as f64 / 3.0));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![ints(), ints(), Arc::new(text), Arc::new(prices)],
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut writer = Writer::try_new(&path, schema, &WriteOptions::default()).unwrap();
+        BatchWriter::write(&mut writer, &batch).unwrap();
+        Box::new(writer).finish().unwrap();
+
+        let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let group = reader.metadata().row_group(0);
+        let delta = |i: usize| {
+            group
+                .column(i)
+                .encodings()
+                .any(|e| e == Encoding::DELTA_BINARY_PACKED)
+        };
+        assert!(delta(0), "id");
+        assert!(
+            !delta(1),
+            "an int64 named like a string column keeps the default"
+        );
+        assert!(!delta(3), "floats keep the default");
+        let back: Vec<RecordBatch> =
+            ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+                .unwrap()
+                .build()
+                .unwrap()
+                .collect::<std::result::Result<_, _>>()
+                .unwrap();
+        assert_eq!(back.iter().map(|b| b.num_rows()).sum::<usize>(), rows);
+        assert_eq!(
+            back[0].column(0).as_ref(),
+            batch.column(0).slice(0, back[0].num_rows()).as_ref()
+        );
+    }
 
     /// Flat, nested, dictionary and nullable columns, so that fields of several leaves and
     /// repetition levels go through the per-column encoders.
