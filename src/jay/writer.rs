@@ -293,10 +293,7 @@ impl Writer {
     }
 
     fn locate(&self, error: Error) -> Error {
-        match &self.target {
-            Some(path) => error.with_file(path),
-            None => error,
-        }
+        in_target(self.target.as_deref(), error)
     }
 
     fn column_error(&self, index: usize, error: Error) -> Error {
@@ -478,10 +475,7 @@ impl Writer {
             mut warnings,
             ..
         } = self;
-        let locate = |e: Error| match &target {
-            Some(path) => e.with_file(path),
-            None => e,
-        };
+        let locate = |e: Error| in_target(target.as_deref(), e);
         let nkeys = key_count(keys, &mut warnings);
         let finished: Vec<Finished> = encoders.into_iter().map(|e| e.finish()).collect();
         let mut data = DataSection {
@@ -507,9 +501,7 @@ impl Writer {
         }
         Ok(WriteSummary { rows, warnings })
     }
-}
 
-impl Writer {
     /// `finish()` for held batches: every column encoded into its place (see `direct`).
     fn finish_direct(self, layout: direct::Layout) -> Result<WriteSummary> {
         let Writer {
@@ -523,10 +515,7 @@ impl Writer {
             mut warnings,
             ..
         } = self;
-        let locate = |e: Error| match &target {
-            Some(path) => e.with_file(path),
-            None => e,
-        };
+        let locate = |e: Error| in_target(target.as_deref(), e);
         let Output::File(mut file) = output else {
             return Err(Error::new(
                 ErrorClass::Io,
@@ -561,6 +550,14 @@ impl BatchWriter for Writer {
     }
     fn finish(self: Box<Self>) -> Result<WriteSummary> {
         Writer::finish(*self)
+    }
+}
+
+/// `error` with the writer's target file named in it, when there is one.
+fn in_target(target: Option<&Path>, error: Error) -> Error {
+    match target {
+        Some(path) => error.with_file(path),
+        None => error,
     }
 }
 
