@@ -324,3 +324,74 @@ fn a_vs_snappy_vector_announcing_more_than_its_bytes_can_hold_is_not_allocated()
     // What the batch may reserve for the meta block's claim is capped at 16 MiB (finding 4).
     assert!(largest <= 16 << 20, "{largest} bytes allocated at once");
 }
+
+#[test]
+fn a_bcolz_string_ending_in_nul_reads_back_without_it_and_the_writer_says_so() {
+    // `write_roundtrip` wrote the one-row string "\x16\x16\x16\0\0\0\0" to bcolz and read back
+    // "\x16\x16\x16". That is the format (numpy pads fixed-width strings with NULs and strips
+    // trailing ones, as docs/bcolz.md says), not damage: the target now expects it, and the
+    // writer, which dropped the NULs silently, warns about each column where it happens. The
+    // fuzzer's input is in fuzz/corpus/write_roundtrip/bcolz-string-ending-in-nul.
+    use std::sync::Arc;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("s", DataType::Utf8, true),
+        arrow_schema::Field::new("b", DataType::Binary, true),
+    ]));
+    let batch = arrow_array::RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(arrow_array::StringArray::from(vec![
+                "\u{16}\u{16}\u{16}\0\0\0\0",
+                "a\0b",
+                "",
+            ])),
+            Arc::new(arrow_array::BinaryArray::from(vec![
+                &b"x\0"[..],
+                b"\0",
+                b"y",
+            ])),
+        ],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.bcolz");
+    let options = arrowsmith::WriteOptions {
+        format: Some(arrowsmith::Format::Bcolz),
+        ..Default::default()
+    };
+    let mut writer = arrowsmith::create(&path, schema, &options).unwrap();
+    writer.write(&batch).unwrap();
+    let summary = writer.finish().unwrap();
+    assert_eq!(summary.warnings.len(), 2, "{:?}", summary.warnings);
+    assert!(
+        summary.warnings[0].contains("column \"s\": 1 value(s) end in NUL"),
+        "{:?}",
+        summary.warnings
+    );
+    assert!(
+        summary.warnings[1].contains("column \"b\": 2 value(s) end in NUL"),
+        "{:?}",
+        summary.warnings
+    );
+
+    let read = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Bcolz);
+    let back: Vec<_> = arrowsmith::open(&path, &read)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    use arrow_array::cast::AsArray;
+    let strings: Vec<&str> = back[0]
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.unwrap())
+        .collect();
+    assert_eq!(strings, ["\u{16}\u{16}\u{16}", "a\0b", ""]);
+    let bytes: Vec<&[u8]> = back[0]
+        .column(1)
+        .as_binary::<i32>()
+        .iter()
+        .map(|v| v.unwrap())
+        .collect();
+    assert_eq!(bytes, [&b"x"[..], b"", b"y"]);
+}

@@ -294,9 +294,18 @@ fn json_holds(column: &ArrayRef, row: usize, value: &serde_json::Value) -> bool 
     }
 }
 
-/// What each format documents that it changes: Jay has no NaN that is not NA (docs/jay.md).
+/// What each format documents that it changes: Jay has no NaN that is not NA (docs/jay.md);
+/// bcolz strings are NUL-padded, so a value's trailing NULs do not come back (docs/bcolz.md,
+/// and the writer warns).
 fn normalised(format: Format, array: &ArrayRef) -> ArrayRef {
     match (format, array.data_type()) {
+        (Format::Bcolz, DataType::Utf8) => Arc::new(
+            array
+                .as_string::<i32>()
+                .iter()
+                .map(|v| v.map(|v| v.trim_end_matches('\0')))
+                .collect::<StringArray>(),
+        ),
         (Format::Jay, DataType::Float64) => {
             let values = array.as_any().downcast_ref::<Float64Array>().unwrap();
             Arc::new(

@@ -147,6 +147,7 @@ impl Appender {
                 shuffle: carray.cparams.shuffle,
                 big_endian: carray.dtype.big_endian,
                 files: ChunkFiles::Live,
+                trailing_nuls: 0,
             };
             // Full chunks stay as they are (their cbytes count in meta/sizes); the committed
             // rows of the leftover chunk become the start of the new rows.
@@ -229,7 +230,11 @@ impl Appender {
         }
         Ok(WriteSummary {
             rows: self.rows,
-            warnings: Vec::new(),
+            warnings: self
+                .columns
+                .iter()
+                .filter_map(Column::trailing_nul_warning)
+                .collect(),
         })
     }
 }

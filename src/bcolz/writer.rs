@@ -209,6 +209,7 @@ impl Writer {
                     Some(syncer) => ChunkFiles::SyncedLater(syncer.queue()),
                     None => ChunkFiles::Unsynced,
                 },
+                trailing_nuls: 0,
             });
         }
         Ok(Writer {
@@ -344,9 +345,14 @@ impl Writer {
         }
         // Durable unless told otherwise: flushes what the syncer has not, then the rename.
         self.dir.commit(self.options.overwrite)?;
+        let warnings = self
+            .columns
+            .iter()
+            .filter_map(Column::trailing_nul_warning)
+            .collect();
         Ok(WriteSummary {
             rows: total,
-            warnings: Vec::new(),
+            warnings,
         })
     }
 }

@@ -44,6 +44,21 @@ pub(in crate::bcolz) struct Column {
     pub(in crate::bcolz) big_endian: bool,
     /// How chunk files reach the disk.
     pub(in crate::bcolz) files: ChunkFiles,
+    /// Values written so far that end in NUL, which the NUL padding swallows.
+    pub(in crate::bcolz) trailing_nuls: u64,
+}
+
+impl Column {
+    /// The warning for values whose trailing NULs the file cannot keep, if there were any.
+    pub(in crate::bcolz) fn trailing_nul_warning(&self) -> Option<String> {
+        (self.trailing_nuls > 0).then(|| {
+            format!(
+                "column {:?}: {} value(s) end in NUL, which bcolz's NUL-padded fixed-width \
+                 strings cannot keep: they read back without their trailing NULs",
+                self.name, self.trailing_nuls
+            )
+        })
+    }
 }
 
 /// How a chunk file is written.
@@ -207,11 +222,26 @@ pub(in crate::bcolz) fn take_column(
             {
                 return Err(null_error(first_row + i as u64));
             }
+            let (offsets, bytes) = match array.data_type() {
+                DataType::Utf8 => {
+                    let strings = array.as_string::<i32>();
+                    (strings.value_offsets(), strings.value_data())
+                }
+                _ => {
+                    let binary = array.as_binary::<i32>();
+                    (binary.value_offsets(), binary.value_data())
+                }
+            };
+            // numpy pads to the width with NULs and strips them on reading, so a value's own
+            // trailing NULs are lost: counted here for a warning.
+            col.trailing_nuls += offsets
+                .windows(2)
+                .filter(|w| w[1] > w[0] && bytes.get(w[1] as usize - 1) == Some(&0))
+                .count() as u64;
             let widest = if matches!(col.dtype.base, Base::Unicode(_)) {
                 let strings = array.as_string::<i32>();
                 (0..len).map(|i| strings.value(i).chars().count()).max()
             } else {
-                let offsets = array.as_binary::<i32>().value_offsets();
                 offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max()
             };
             if let Some(widest) = widest.filter(|&w| w > col.width) {
