@@ -5,10 +5,10 @@
 //! streams out at `finish()`: for a frame exported whole (a Polars DataFrame), that is a second
 //! copy of the frame in fresh memory, every page of it faulted in, and a serial copy into the
 //! file after all the encoding. A frame that fits under the writer's memory limit is instead
-//! kept as the caller's batches. At `finish()` the length of every buffer but the last is known
-//! from the row count (and, for a text column that is not the last one, from its strings'
-//! lengths), so every buffer's offset is known before a byte is encoded; then the columns are
-//! encoded in parallel, a slice at a time, each slice written at its offset while still in
+//! kept as the caller's batches, with the text length of each string column (measured when the
+//! batch arrives). At `finish()` every buffer's length follows from the row count and those
+//! text lengths, so every buffer's offset is known before a byte is encoded; then the columns
+//! are encoded in parallel, a slice at a time, each slice written at its offset while still in
 //! cache, through encoder memory that is reused from slice to slice.
 
 use std::fs::File;
