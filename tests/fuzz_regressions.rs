@@ -395,3 +395,51 @@ fn a_bcolz_string_ending_in_nul_reads_back_without_it_and_the_writer_says_so() {
         .collect();
     assert_eq!(bytes, [&b"x"[..], b"", b"y"]);
 }
+
+#[test]
+fn a_dataseries_double_keeps_its_bits_a_signalling_nan_included() {
+    // `write_roundtrip` wrote the float64 with bits 0xFFF5_7C6E_F700_FF0D (a signalling NaN) to
+    // DataSeries and read back 0xFFFD_7C6E_F700_FF0D: the writer subtracted a default base of
+    // 0.0 from every double, and the subtraction quieted the NaN. Without `opt_doublebase` the
+    // values are now stored as they are. The fuzzer's input is in
+    // fuzz/corpus/write_roundtrip/dataseries-signalling-nan.
+    use arrow_array::cast::AsArray;
+    use std::sync::Arc;
+    let bits: [u64; 5] = [
+        0xFFF5_7C6E_F700_FF0D,
+        0x7FF0_0000_0000_0001,
+        0x7FF8_0000_0000_0000,
+        0x8000_0000_0000_0000,
+        1.5f64.to_bits(),
+    ];
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "x",
+        DataType::Float64,
+        true,
+    )]));
+    let values =
+        arrow_array::Float64Array::from_iter_values(bits.iter().map(|&b| f64::from_bits(b)));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.ds");
+    let options = arrowsmith::WriteOptions {
+        format: Some(arrowsmith::Format::DataSeries),
+        ..Default::default()
+    };
+    let mut writer = arrowsmith::create(&path, schema, &options).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let read = arrowsmith::ReadOptions::for_format(arrowsmith::Format::DataSeries);
+    let back: Vec<_> = arrowsmith::open(&path, &read)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let got: Vec<u64> = back[0]
+        .column(0)
+        .as_primitive::<arrow_array::types::Float64Type>()
+        .values()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, bits);
+}

@@ -34,10 +34,12 @@ pub(super) fn pack_numbers(
         nums[*fi] = match f.kind {
             Kind::Int32 => Some(Nums::I32(gather::<Int32Type, _>(slices, n, |x| x))),
             Kind::Int64 => Some(Nums::I64(gather::<Int64Type, _>(slices, n, |x| x))),
-            Kind::Double => {
-                let b = f.doublebase.unwrap_or(0.0);
-                Some(Nums::F64(gather::<Float64Type, _>(slices, n, |x| x - b)))
-            }
+            Kind::Double => Some(Nums::F64(match f.doublebase {
+                // No arithmetic without a base: `x - 0.0` turns a signalling NaN into a quiet
+                // one, and a value's bits must come back as they were.
+                None => gather::<Float64Type, _>(slices, n, |x| x),
+                Some(b) => gather::<Float64Type, _>(slices, n, |x| x - b),
+            })),
             _ => None,
         };
     }
