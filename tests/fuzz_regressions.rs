@@ -325,6 +325,28 @@ fn a_vs_snappy_vector_announcing_more_than_its_bytes_can_hold_is_not_allocated()
     assert!(largest <= 16 << 20, "{largest} bytes allocated at once");
 }
 
+/// Writes `batch` to a new file of `format` through the library's format dispatch, as the
+/// `write_roundtrip` target does, and reads the file back.
+fn round_trip(
+    format: arrowsmith::Format,
+    batch: &arrow_array::RecordBatch,
+) -> (arrowsmith::WriteSummary, Vec<arrow_array::RecordBatch>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("round-trip");
+    let options = arrowsmith::WriteOptions {
+        format: Some(format),
+        ..Default::default()
+    };
+    let mut writer = arrowsmith::create(&path, batch.schema(), &options).unwrap();
+    writer.write(batch).unwrap();
+    let summary = writer.finish().unwrap();
+    let back = arrowsmith::open(&path, &arrowsmith::ReadOptions::for_format(format))
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    (summary, back)
+}
+
 #[test]
 fn a_bcolz_string_ending_in_nul_reads_back_without_it_and_the_writer_says_so() {
     // `write_roundtrip` wrote the one-row string "\x16\x16\x16\0\0\0\0" to bcolz and read back
@@ -338,7 +360,7 @@ fn a_bcolz_string_ending_in_nul_reads_back_without_it_and_the_writer_says_so() {
         arrow_schema::Field::new("b", DataType::Binary, true),
     ]));
     let batch = arrow_array::RecordBatch::try_new(
-        schema.clone(),
+        schema,
         vec![
             Arc::new(arrow_array::StringArray::from(vec![
                 "\u{16}\u{16}\u{16}\0\0\0\0",
@@ -353,15 +375,7 @@ fn a_bcolz_string_ending_in_nul_reads_back_without_it_and_the_writer_says_so() {
         ],
     )
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.bcolz");
-    let options = arrowsmith::WriteOptions {
-        format: Some(arrowsmith::Format::Bcolz),
-        ..Default::default()
-    };
-    let mut writer = arrowsmith::create(&path, schema, &options).unwrap();
-    writer.write(&batch).unwrap();
-    let summary = writer.finish().unwrap();
+    let (summary, back) = round_trip(arrowsmith::Format::Bcolz, &batch);
     assert_eq!(summary.warnings.len(), 2, "{:?}", summary.warnings);
     assert!(
         summary.warnings[0].contains("column \"s\": 1 value(s) end in NUL"),
@@ -374,11 +388,6 @@ fn a_bcolz_string_ending_in_nul_reads_back_without_it_and_the_writer_says_so() {
         summary.warnings
     );
 
-    let read = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Bcolz);
-    let back: Vec<_> = arrowsmith::open(&path, &read)
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect();
     use arrow_array::cast::AsArray;
     let strings: Vec<&str> = back[0]
         .column(0)
@@ -419,21 +428,8 @@ fn a_dataseries_double_keeps_its_bits_a_signalling_nan_included() {
     )]));
     let values =
         arrow_array::Float64Array::from_iter_values(bits.iter().map(|&b| f64::from_bits(b)));
-    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.ds");
-    let options = arrowsmith::WriteOptions {
-        format: Some(arrowsmith::Format::DataSeries),
-        ..Default::default()
-    };
-    let mut writer = arrowsmith::create(&path, schema, &options).unwrap();
-    writer.write(&batch).unwrap();
-    writer.finish().unwrap();
-    let read = arrowsmith::ReadOptions::for_format(arrowsmith::Format::DataSeries);
-    let back: Vec<_> = arrowsmith::open(&path, &read)
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect();
+    let batch = arrow_array::RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
+    let (_, back) = round_trip(arrowsmith::Format::DataSeries, &batch);
     let got: Vec<u64> = back[0]
         .column(0)
         .as_primitive::<arrow_array::types::Float64Type>()
