@@ -439,3 +439,46 @@ fn a_dataseries_double_keeps_its_bits_a_signalling_nan_included() {
         .collect();
     assert_eq!(got, bits);
 }
+
+#[test]
+fn a_filo_const_string_that_would_expand_to_gigabytes_is_refused_before_it_is_expanded() {
+    // A `filo_vector` run (session 6) stopped on a 73-byte ConstStringVector of 6-byte strings
+    // whose length field claimed millions of copies. Within the element bound (16,777,215),
+    // so it was expanded: slow, not a hang. But a longer string in as few bytes would have
+    // expanded to gigabytes, so the bytes of the copies are bounded as well.
+    let value = "x".repeat(100);
+    let copies = arrow_array::StringArray::from(vec![value.as_str(); 777]);
+    let mut bytes = filo::encode_array(
+        &(std::sync::Arc::new(copies) as arrow_array::ArrayRef),
+        &filo::EncodeOptions::default(),
+    )
+    .unwrap();
+    let info = filo::inspect(&bytes).unwrap();
+    assert_eq!(
+        (info.wire_type, info.len),
+        (filo::WireType::ConstString, 777)
+    );
+    let at = bytes
+        .windows(4)
+        .position(|w| w == 777i32.to_le_bytes())
+        .expect("the length field");
+    bytes[at..at + 4].copy_from_slice(&(filo::MAX_EMPTY_LEN as i32).to_le_bytes());
+    assert_eq!(filo::inspect(&bytes).unwrap().len, filo::MAX_EMPTY_LEN);
+
+    let (outcome, largest) = largest_allocation_of(|| filo::decode(&bytes, &DataType::Utf8));
+    let error = outcome.expect_err("1.6 GB of copies from a vector of 200 bytes");
+    assert_eq!(error.class(), ErrorClass::BadValue, "{error}");
+    assert_eq!(error.field(), Some("ConstStringVector.str"), "{error}");
+    assert!(
+        error
+            .message()
+            .contains("16777215 copies of a 100-byte string"),
+        "{error}"
+    );
+    assert!(largest < 1 << 20, "{largest} bytes allocated at once");
+    // The same string, as many copies as the bound allows, still reads.
+    let fits = 134_217_720 / 100;
+    bytes[at..at + 4].copy_from_slice(&(fits as i32).to_le_bytes());
+    let array = filo::decode(&bytes, &DataType::Utf8).unwrap();
+    assert_eq!(array.len(), fits);
+}

@@ -26,6 +26,10 @@ use crate::error::{Error, ErrorClass, Result};
 /// The largest length of an EmptyVector (24 bits of the header).
 pub const MAX_EMPTY_LEN: usize = 0xFF_FFFF;
 
+/// The most string bytes a ConstStringVector expands to, unless 64 per byte of the vector is
+/// more: what the longest constant vector of 8-byte numbers takes (`MAX_EMPTY_LEN` × 8).
+const MAX_CONST_STRING_BYTES: usize = MAX_EMPTY_LEN * 8;
+
 /// The vector types of specs/filo.md section 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireType {
@@ -390,14 +394,22 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
                 None if all_na || len == 0 => "",
                 None => return Err(missing("ConstStringVector.str")),
             };
-            let total = value
-                .len()
-                .checked_mul(len)
-                .filter(|t| *t <= i32::MAX as usize);
+            // The element count is bounded above; the bytes the copies take are bounded too,
+            // or a vector of a hundred bytes could claim gigabytes. Arrow's i32 offsets end at
+            // 2 GiB in any case.
+            let limit = MAX_CONST_STRING_BYTES
+                .max(bytes.len().saturating_mul(64))
+                .min(i32::MAX as usize);
+            let total = value.len().checked_mul(len).filter(|t| *t <= limit);
             let total = total.ok_or_else(|| {
                 Error::new(
-                    ErrorClass::ValueOutOfRange,
-                    format!("{len} copies of a {}-byte string exceed 2 GiB", value.len()),
+                    ErrorClass::BadValue,
+                    format!(
+                        "{len} copies of a {}-byte string in a vector of {} bytes exceed the \
+                         {limit} bytes it may expand to",
+                        value.len(),
+                        bytes.len()
+                    ),
                 )
                 .with_field("ConstStringVector.str")
             })?;
