@@ -522,3 +522,40 @@ fn plain_vectors_decoded_from_a_buffer_share_its_memory() {
         assert_eq!(shares(&buffer, &back), !wide, "{filo_type}");
     }
 }
+
+#[test]
+fn dictionary_codes_that_expand_past_what_a_string_array_holds_are_an_error() {
+    // A 256 KiB entry and 8,192 one-byte codes: a vector of about 270 KB whose strings would
+    // take 2 GiB. The codes are all counted before anything is built, so this is an error (a
+    // string array's offsets end at 2 GiB), not a panic or a 2 GiB allocation; read as a
+    // dictionary, the same vector costs what its bytes do.
+    let long = "x".repeat(256 << 10);
+    let mut values = vec!["y"; 8192];
+    values[0] = &long;
+    let array: ArrayRef = Arc::new(arrow_array::StringArray::from(values));
+    let mut bytes = filo::encode_array(&array, &EncodeOptions::default()).unwrap();
+    assert_eq!(
+        filo::inspect(&bytes).unwrap().wire_type,
+        WireType::DictString
+    );
+    // Every element's code becomes the long entry's (the dictionary starts with "" for NA; the
+    // encoder put "y" at 1 and the long string at 2).
+    let short_run = [1u8; 8191];
+    let at = bytes
+        .windows(short_run.len())
+        .position(|w| w == short_run)
+        .expect("the short string's codes");
+    assert_eq!(bytes[at - 1], 2, "the long string's code comes first");
+    bytes[at..at + short_run.len()].fill(2);
+
+    let e = filo::decode(&bytes, &DataType::Utf8).unwrap_err();
+    assert_eq!(e.class(), ErrorClass::ValueOutOfRange, "{e}");
+    assert!(
+        e.message()
+            .contains("the 8192 strings take 2147483648 bytes"),
+        "{e}"
+    );
+    let dictionary = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    let keys = filo::decode(&bytes, &dictionary).unwrap();
+    assert_eq!(keys.len(), 8192);
+}

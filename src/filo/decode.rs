@@ -435,14 +435,15 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
             let codes = data_bytes(codes_vec, len, nbits, fbuf, "DictStringVector.codes")?;
             let codes = ints_i32(codes, nbits, signed, len);
             let dict: Vec<&str> = t.dictionary().map_or(Vec::new(), |d| d.iter().collect());
-            let mut builder = StringBuilder::with_capacity(len, 0);
+            // Every code is checked, and the strings' total counted, before anything is built:
+            // a few bytes of codes may stand for many copies of a long entry.
+            let mut total = 0usize;
             for (i, &code) in codes.iter().enumerate() {
                 if code == 0 {
-                    builder.append_null();
                     continue;
                 }
                 match usize::try_from(code).ok().and_then(|c| dict.get(c)) {
-                    Some(s) => builder.append_value(s),
+                    Some(s) => total = total.saturating_add(s.len()),
                     None => {
                         let off = codes_vec.map_or(0, |v| offset_of(fbuf, v.bytes()));
                         return Err(Error::new(
@@ -457,6 +458,24 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
                         .at_offset(off)
                         .at_row(i as u64));
                     }
+                }
+            }
+            if total > i32::MAX as usize {
+                return Err(Error::new(
+                    ErrorClass::ValueOutOfRange,
+                    format!(
+                        "the {len} strings take {total} bytes, more than a string array holds \
+                         (2 GiB); read the column as a dictionary instead \
+                         (`with_dictionary_strings`, `--filo-dictionary`)"
+                    ),
+                )
+                .with_field("DictStringVector.codes"));
+            }
+            let mut builder = StringBuilder::with_capacity(len, total);
+            for &code in &codes {
+                match code {
+                    0 => builder.append_null(),
+                    code => builder.append_value(dict[code as usize]),
                 }
             }
             string_result(builder.finish(), filo_type)
