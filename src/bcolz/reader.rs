@@ -9,7 +9,7 @@
 //! are decoded in parallel when the batch is asked for. A batch lying inside one chunk shares
 //! the decoded bytes without a copy.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -158,7 +158,7 @@ impl ReaderBuilder {
             read_ahead: self.read_ahead,
             nat_as_null: self.nat_as_null,
             salvage: Salvage::from_scan(&self.scan),
-            bad_rows: Vec::new(),
+            bad_rows: RowRanges::default(),
             failed: false,
         })
     }
@@ -305,7 +305,7 @@ pub struct Reader {
     nat_as_null: bool,
     salvage: Salvage,
     /// Salvage: the row ranges of the damaged chunks met so far, skipped in every column.
-    bad_rows: Vec<(usize, usize)>,
+    bad_rows: RowRanges,
     failed: bool,
 }
 
@@ -475,24 +475,14 @@ impl Reader {
     /// without them, so each attempt either succeeds or marks more rows bad.
     fn next_salvaged(&mut self) -> Option<Result<RecordBatch>> {
         loop {
-            loop {
-                let at = self.next_row;
-                match self.bad_rows.iter().find(|(s, e)| (*s..*e).contains(&at)) {
-                    Some(&(_, bad_end)) => self.next_row = bad_end.min(self.end_row),
-                    None => break,
-                }
+            if let Some(bad_end) = self.bad_rows.end_of_range_holding(self.next_row) {
+                self.next_row = bad_end.min(self.end_row);
             }
             if self.next_row >= self.end_row {
                 return None;
             }
             let start = self.next_row;
-            let next_bad = self
-                .bad_rows
-                .iter()
-                .map(|&(s, _)| s)
-                .filter(|&s| s > start)
-                .min()
-                .unwrap_or(usize::MAX);
+            let next_bad = self.bad_rows.next_start_after(start).unwrap_or(usize::MAX);
             let len = self
                 .batch_size
                 .min(self.end_row - start)
@@ -516,17 +506,7 @@ impl Reader {
         let lo = (k as usize).saturating_mul(chunklen);
         let hi = lo.saturating_add(chunklen).min(self.info.nrows as usize);
         // The rows this chunk costs that no damaged chunk before it already cost.
-        let mut lost: Vec<(usize, usize)> = vec![(lo.max(self.first_row), hi.min(self.end_row))];
-        lost.retain(|(a, b)| a < b);
-        for &(s, e) in &self.bad_rows {
-            lost = lost
-                .into_iter()
-                .flat_map(|(a, b)| [(a, b.min(s)), (a.max(e), b)])
-                .filter(|(a, b)| a < b)
-                .collect();
-        }
-        let rows: usize = lost.iter().map(|(a, b)| b - a).sum();
-        self.bad_rows.push((lo, hi));
+        let rows = self.bad_rows.insert(lo, hi, self.first_row..self.end_row);
         self.salvage.push(
             Skipped::new("chunk", locate(e, &self.info, c))
                 .with_index(k)
@@ -541,6 +521,54 @@ impl Reader {
             .map(|&c| self.info.columns[c].chunklen as usize)
             .max()
             .unwrap_or(1)
+    }
+}
+
+/// Disjoint row ranges, kept merged and ordered by start, so that a scan past many damaged
+/// chunks looks each one up in logarithmic time (a list walked per chunk made thousands of
+/// missing chunks quadratic).
+#[derive(Default)]
+struct RowRanges(BTreeMap<usize, usize>);
+
+impl RowRanges {
+    /// The end of the range that holds `row`, if one does.
+    fn end_of_range_holding(&self, row: usize) -> Option<usize> {
+        let (_, &end) = self.0.range(..=row).next_back()?;
+        (row < end).then_some(end)
+    }
+
+    /// The start of the first range that begins after `row`.
+    fn next_start_after(&self, row: usize) -> Option<usize> {
+        self.0.range(row + 1..).next().map(|(&start, _)| start)
+    }
+
+    /// Adds `lo..hi` and returns how many rows of it inside `window` were not in a range yet.
+    fn insert(&mut self, lo: usize, hi: usize, window: std::ops::Range<usize>) -> usize {
+        if lo >= hi {
+            return 0;
+        }
+        let clip = |a: usize, b: usize| b.min(window.end).saturating_sub(a.max(window.start));
+        let mut new_rows = clip(lo, hi);
+        let (mut start, mut end) = (lo, hi);
+        // Every range that overlaps or touches lo..hi: the one starting at or before lo, then
+        // those starting inside it.
+        let touching: Vec<(usize, usize)> = self
+            .0
+            .range(..=lo)
+            .next_back()
+            .filter(|(_, &e)| e >= lo)
+            .into_iter()
+            .chain(self.0.range(lo + 1..=hi))
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in touching {
+            new_rows -= clip(s.max(lo), e.min(hi)).min(new_rows);
+            self.0.remove(&s);
+            start = start.min(s);
+            end = end.max(e);
+        }
+        self.0.insert(start, end);
+        new_rows
     }
 }
 
