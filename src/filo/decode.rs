@@ -437,29 +437,13 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
             let dict: Vec<&str> = t.dictionary().map_or(Vec::new(), |d| d.iter().collect());
             // Every code is checked, and the strings' total counted, before anything is built:
             // a few bytes of codes may stand for many copies of a long entry.
-            let mut total = 0usize;
-            for (i, &code) in codes.iter().enumerate() {
-                if code == 0 {
-                    continue;
-                }
-                match usize::try_from(code).ok().and_then(|c| dict.get(c)) {
-                    Some(s) => total = total.saturating_add(s.len()),
-                    None => {
-                        let off = codes_vec.map_or(0, |v| offset_of(fbuf, v.bytes()));
-                        return Err(Error::new(
-                            ErrorClass::BadValue,
-                            format!(
-                                "code {code} of element {i} is outside the dictionary of {} \
-                                 entries",
-                                dict.len()
-                            ),
-                        )
-                        .with_field("DictStringVector.codes")
-                        .at_offset(off)
-                        .at_row(i as u64));
-                    }
-                }
-            }
+            check_codes(&codes, dict.len(), codes_vec, fbuf)?;
+            let total = codes
+                .iter()
+                .filter(|&&code| code != 0)
+                .fold(0usize, |total, &code| {
+                    total.saturating_add(dict[code as usize].len())
+                });
             if total > i32::MAX as usize {
                 return Err(Error::new(
                     ErrorClass::ValueOutOfRange,
@@ -619,6 +603,32 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
     Ok(array)
 }
 
+/// Checks that every code of a DictStringVector but 0 (NA) names one of its `entries`.
+fn check_codes(
+    codes: &[i32],
+    entries: usize,
+    codes_vec: Option<Vector<'_, u8>>,
+    fbuf: &[u8],
+) -> Result<()> {
+    let outside = |c: i32| c != 0 && usize::try_from(c).map_or(true, |c| c >= entries);
+    match codes.iter().position(|&c| outside(c)) {
+        None => Ok(()),
+        Some(i) => {
+            let off = codes_vec.map_or(0, |v| offset_of(fbuf, v.bytes()));
+            Err(Error::new(
+                ErrorClass::BadValue,
+                format!(
+                    "code {} of element {i} is outside the dictionary of {entries} entries",
+                    codes[i]
+                ),
+            )
+            .with_field("DictStringVector.codes")
+            .at_offset(off)
+            .at_row(i as u64))
+        }
+    }
+}
+
 /// A String vector as an Arrow `Dictionary(Int32, Utf8)`: a DictStringVector's codes become
 /// the keys as they are (code 0, NA, a null key) over its dictionary, "" placeholder included;
 /// other string vectors are dictionary-encoded after decoding.
@@ -648,20 +658,7 @@ fn decode_dictionary(bytes: &[u8], key: &DataType, value: &DataType) -> Result<A
         |d| d.iter().map(Some).collect(),
     );
     let entries = values.len();
-    if let Some((i, &code)) = codes
-        .iter()
-        .enumerate()
-        .find(|(_, &c)| c != 0 && usize::try_from(c).map_or(true, |c| c >= entries))
-    {
-        let off = codes_vec.map_or(0, |v| offset_of(fbuf, v.bytes()));
-        return Err(Error::new(
-            ErrorClass::BadValue,
-            format!("code {code} of element {i} is outside the dictionary of {entries} entries"),
-        )
-        .with_field("DictStringVector.codes")
-        .at_offset(off)
-        .at_row(i as u64));
-    }
+    check_codes(&codes, entries, codes_vec, fbuf)?;
     let nulls = NullBuffer::from(codes.iter().map(|&c| c != 0).collect::<Vec<_>>());
     let nulls = (nulls.null_count() > 0).then_some(nulls);
     let values: ArrayRef = if entries == 0 {
