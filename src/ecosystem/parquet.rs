@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,11 +18,12 @@ use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
-use ::parquet::file::reader::{FileReader, SerializedFileReader};
+use ::parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::ColumnPath;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use bytes::Bytes;
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
@@ -38,7 +40,7 @@ pub(crate) fn open(
     path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let file = File::open(path).in_file(path)?;
+    let file = EndOfFileIsAnError(File::open(path).in_file(path)?);
     // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
     // malformed ones (an integer of 16,777,216 bits).
     let mut builder = super::ipc::quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
@@ -94,6 +96,49 @@ pub(crate) fn open(
     Ok(Box::new(Adapted::new(
         reader, schema, path, order, options,
     )?))
+}
+
+/// The file as parquet reads it, except that a read at its end is an error rather than the
+/// zero bytes that mean the end to `io::copy`.
+///
+/// parquet 59 skips a page header's binary fields by copying `take(n)` of the file into a sink,
+/// which stops quietly at the end of the file and reports success. A header that declares a list
+/// of a billion strings past the end then costs a `read` call for every one of them: a 963-byte
+/// file took nine minutes (fuzz finding 16, docs/reliability.md). Every element's length takes at
+/// least one byte of the file, so once the end is an error the skipping is bounded by the file.
+struct EndOfFileIsAnError(File);
+
+/// The reader [`EndOfFileIsAnError`] hands out from an offset.
+struct EndIsAnError<R>(R);
+
+impl<R: Read> Read for EndIsAnError<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.read(buf)? {
+            0 if !buf.is_empty() => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "a page header reaches past the end of the file",
+            )),
+            read => Ok(read),
+        }
+    }
+}
+
+impl Length for EndOfFileIsAnError {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl ChunkReader for EndOfFileIsAnError {
+    type T = EndIsAnError<<File as ChunkReader>::T>;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<Self::T> {
+        self.0.get_read(start).map(EndIsAnError)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<Bytes> {
+        self.0.get_bytes(start, length)
+    }
 }
 
 /// parquet 59 panics on some malformed pages where it should return an error: a data page
@@ -599,7 +644,7 @@ pub struct ParquetChunk {
 
 /// Reads the footer of a Parquet file.
 pub fn describe(path: &Path) -> Result<ParquetInfo> {
-    let file = File::open(path).in_file(path)?;
+    let file = EndOfFileIsAnError(File::open(path).in_file(path)?);
     let reader = SerializedFileReader::new(file).in_file(path)?;
     Ok(info(reader.metadata()))
 }
