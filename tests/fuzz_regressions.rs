@@ -213,15 +213,15 @@ fn a_parquet_page_that_uses_a_dictionary_its_chunk_never_gave_is_an_error() {
     assert_eq!(error.file(), Some(path.as_path()));
 }
 
-/// The `read` system calls this thread has made (Linux's per-thread I/O accounting).
-fn read_calls_of_this_thread() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").unwrap();
-    let line = io.lines().find(|l| l.starts_with("syscr:")).unwrap();
-    line["syscr:".len()..].trim().parse().unwrap()
+/// The `read` system calls this thread has made, where the kernel keeps per-thread I/O
+/// accounting (`None` where it does not).
+fn read_calls_of_this_thread() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    let line = io.lines().find(|l| l.starts_with("syscr:"))?;
+    line["syscr:".len()..].trim().parse().ok()
 }
 
 #[test]
-#[cfg(target_os = "linux")]
 fn a_parquet_page_header_that_skips_strings_past_the_end_of_the_file_is_an_error() {
     // A page header of each file declares a list of strings that runs past the end of the
     // file. parquet 59 skips each string with an `io::copy` that ends quietly at the end of the
@@ -248,7 +248,10 @@ fn a_parquet_page_header_that_skips_strings_past_the_end_of_the_file_is_an_error
                         .expect_err("a batch that fails"),
                 ),
             };
-            let _ = done.send((error, read_calls_of_this_thread() - before));
+            let reads = read_calls_of_this_thread()
+                .zip(before)
+                .map(|(after, b)| after - b);
+            let _ = done.send((error, reads));
         });
         let (error, reads) = result
             .recv_timeout(std::time::Duration::from_secs(60))
@@ -259,10 +262,12 @@ fn a_parquet_page_header_that_skips_strings_past_the_end_of_the_file_is_an_error
         );
         assert_eq!(error.class(), arrowsmith::ErrorClass::Parquet, "{error}");
         assert_eq!(error.file(), Some(path.as_path()));
-        assert!(
-            reads < 1_000,
-            "{name}: {reads} read calls for a file of a few hundred bytes"
-        );
+        if let Some(reads) = reads {
+            assert!(
+                reads < 1_000,
+                "{name}: {reads} read calls for a file of a few hundred bytes"
+            );
+        }
     }
 }
 
