@@ -102,9 +102,9 @@ pub(crate) fn open(
 /// zero bytes that mean the end to `io::copy`.
 ///
 /// parquet 59 skips a page header's binary fields by copying `take(n)` of the file into a sink,
-/// which stops quietly at the end of the file and reports success. A header that declares a list
-/// of a billion strings past the end then costs a `read` call for every one of them: a 963-byte
-/// file took nine minutes (fuzz finding 16, docs/reliability.md). Every element's length takes at
+/// which stops quietly at the end of the file and reports success. A header that declares a long
+/// list of strings past the end then costs a `read` call for every one of them: a 963-byte file
+/// took nine minutes (fuzz finding 16, docs/reliability.md). Every element's length takes at
 /// least one byte of the file, so once the end is an error the skipping is bounded by the file.
 struct EndOfFileIsAnError(File);
 
