@@ -407,6 +407,12 @@ const LZ4HC_DEFAULT_LEVEL: i32 = 9;
 /// Compresses `input` with `mode` at `level` (1..=9; only lzo/zlib/bz2 use it). `None` when
 /// the codec cannot compress it (which makes the writer fall back to mode 0).
 pub fn compress(mode: Mode, input: &[u8], level: u32) -> Option<Vec<u8>> {
+    compress_in(mode, input, level, Vec::new())
+}
+
+/// [`compress`], writing into `buffer` where the codec's API lets it (lz4), so that a writer
+/// can hand the same memory from one extent to the next.
+fn compress_in(mode: Mode, input: &[u8], level: u32, buffer: Vec<u8>) -> Option<Vec<u8>> {
     match mode {
         Mode::None => Some(input.to_vec()),
         Mode::Lzo => lzokay_native::compress(input).ok(),
@@ -428,7 +434,7 @@ pub fn compress(mode: Mode, input: &[u8], level: u32) -> Option<Vec<u8>> {
         }
         Mode::Lzf => lzf::compress(input).ok(),
         Mode::Snappy => snap::raw::Encoder::new().compress_vec(input).ok(),
-        Mode::Lz4 => lz4_default(input),
+        Mode::Lz4 => lz4_default(input, buffer),
         // The reference's `LZ4_compressHC` runs at liblz4's default HC level.
         Mode::Lz4Hc => lz4::block::compress(
             input,
@@ -441,17 +447,18 @@ pub fn compress(mode: Mode, input: &[u8], level: u32) -> Option<Vec<u8>> {
     }
 }
 
-/// liblz4's `LZ4_compress_default` (the reference's call) into a vector of the compressed
+/// liblz4's `LZ4_compress_default` (the reference's call) into `out`, given the compressed
 /// bound's capacity. The `lz4` crate's `compress` zeroes the whole bound first, a megabyte for
 /// every part of every extent, which showed in the writer's profile.
-fn lz4_default(input: &[u8]) -> Option<Vec<u8>> {
+fn lz4_default(input: &[u8], mut out: Vec<u8>) -> Option<Vec<u8>> {
     let len = i32::try_from(input.len()).ok()?;
     // SAFETY: a pure function of its argument.
     let bound = unsafe { lz4::liblz4::LZ4_compressBound(len) };
     if bound <= 0 {
         return None;
     }
-    let mut out = Vec::<u8>::with_capacity(bound as usize);
+    out.clear();
+    out.reserve(bound as usize);
     // SAFETY: `input` is valid for `len` bytes and `out` has room for `bound` bytes, the most
     // LZ4_compress_default writes; it returns how many it wrote, or 0 when it failed.
     let written = unsafe {
@@ -473,6 +480,16 @@ fn lz4_default(input: &[u8]) -> Option<Vec<u8>> {
 /// The reference writer's choice (§13.2): try each enabled mode in id order, keep a result
 /// only if it is smaller than the input and strictly smaller than the best so far.
 pub fn compress_best(modes: &[Mode], input: &[u8], level: u32) -> (Mode, Option<Vec<u8>>) {
+    compress_best_in(modes, input, level, Vec::new)
+}
+
+/// [`compress_best`], each codec's output going into a buffer from `buffer` where it can.
+pub(crate) fn compress_best_in(
+    modes: &[Mode],
+    input: &[u8],
+    level: u32,
+    mut buffer: impl FnMut() -> Vec<u8>,
+) -> (Mode, Option<Vec<u8>>) {
     if input.is_empty() {
         return (Mode::None, None);
     }
@@ -481,7 +498,7 @@ pub fn compress_best(modes: &[Mode], input: &[u8], level: u32) -> (Mode, Option<
     sorted.sort();
     sorted.dedup();
     for mode in sorted {
-        if let Some(out) = compress(mode, input, level) {
+        if let Some(out) = compress_in(mode, input, level, buffer()) {
             let limit = best.as_ref().map_or(input.len(), |(_, b)| b.len());
             if out.len() < limit {
                 best = Some((mode, out));

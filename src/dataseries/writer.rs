@@ -18,7 +18,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use self::extent::{encode, header_bytes, Extent};
+use self::extent::{encode, header_bytes, Extent, SpareBuffers};
 pub use self::options::{DsWriteOptions, WriterOptions};
 use self::schema::{canonical, check_writable, resolve_type};
 use super::codec::{self, Mode};
@@ -45,6 +45,8 @@ pub struct Writer {
     pipeline: Pipeline<Result<Vec<Extent>>>,
     /// How many jobs may be under way before the caller waits for the oldest.
     max_in_flight: usize,
+    /// Buffers of written extents, which the jobs pack and compress into.
+    spare: SpareBuffers,
     modes: Arc<[Mode]>,
     offset: u64,
     /// Where the file's writeback was last started up to (see `emit`).
@@ -137,6 +139,7 @@ impl Writer {
         let mut file = output().map_err(e)?;
         let order = options.order;
         let modes: Arc<[Mode]> = options.modes.clone().into();
+        let max_in_flight = rayon::current_num_threads().max(1) + 1;
         let mut w = Writer {
             file: None,
             t: Arc::new(t),
@@ -149,7 +152,9 @@ impl Writer {
             pipeline: Pipeline::new(),
             // One job per thread and one more keep every thread busy while the caller writes;
             // more would only hold more extents in memory.
-            max_in_flight: rayon::current_num_threads().max(1) + 1,
+            max_in_flight,
+            // Two extents a job, each with up to four buffers (packed and compressed parts).
+            spare: SpareBuffers::new(8 * (max_in_flight + 1)),
             modes,
             offset: 0,
             written_back: 0,
@@ -173,9 +178,16 @@ impl Writer {
             vec![Arc::new(BinaryArray::from(vec![w.t.xml.as_bytes()]))],
         )?;
         let xt = ExtentType::xmltype();
-        for extent in
-            encode(&xt, &[vec![xml_batch]], order, &w.modes, w.options.level).map_err(e)?
-        {
+        let xml_extents = encode(
+            &xt,
+            &[vec![xml_batch]],
+            order,
+            &w.modes,
+            w.options.level,
+            &w.spare,
+        )
+        .map_err(e)?;
+        for extent in xml_extents {
             w.emit(&xt.name, extent).map_err(e)?;
         }
         Ok(w)
@@ -193,6 +205,7 @@ impl Writer {
         codec::mix(&mut a, &mut b, &mut c);
         self.chain = c;
         self.offset += extent.len();
+        extent.recycle(&self.spare);
         // The disk writes what is done while later extents are packed; the flush at the end
         // then waits for the last few only.
         if self.offset - self.written_back >= WRITEBACK_STEP {
@@ -309,9 +322,9 @@ impl Writer {
     fn submit_filled(&mut self) {
         let extents = std::mem::take(&mut self.filled);
         let (t, modes) = (self.t.clone(), self.modes.clone());
-        let (order, level) = (self.options.order, self.options.level);
+        let (order, level, spare) = (self.options.order, self.options.level, self.spare.clone());
         self.pipeline
-            .submit(move || encode(&t, &extents, order, &modes, level));
+            .submit(move || encode(&t, &extents, order, &modes, level, &spare));
     }
 
     /// Writes the last extent, the index and the trailer, then moves the file into place.
@@ -352,7 +365,14 @@ impl Writer {
                 )),
             ],
         )?;
-        let mut index = encode(&it, &[vec![batch]], order, &self.modes, self.options.level)?;
+        let mut index = encode(
+            &it,
+            &[vec![batch]],
+            order,
+            &self.modes,
+            self.options.level,
+            &self.spare,
+        )?;
         let index = index.pop().expect("one extent");
         let plen = index.len();
         self.emit(INDEX_NAME, index)?;

@@ -14,6 +14,7 @@ use arrow_buffer::BooleanBuffer;
 
 use super::super::file::ByteOrder;
 use super::super::types::{ExtentType, Kind};
+use super::extent::SpareBuffers;
 use super::numbers::pack_numbers;
 use super::variable::pack_variable;
 use crate::error::{Error, ErrorClass, Result};
@@ -28,10 +29,16 @@ pub(super) struct Packed {
 
 /// Packs the rows of an extent, given as consecutive slices of batches (canonical column types,
 /// visible fields in order) (§10.1, §9).
-pub(super) fn pack(t: &ExtentType, batches: &[RecordBatch], order: ByteOrder) -> Result<Packed> {
+pub(super) fn pack(
+    t: &ExtentType,
+    batches: &[RecordBatch],
+    order: ByteOrder,
+    spare: &SpareBuffers,
+) -> Result<Packed> {
     let n: usize = batches.iter().map(|b| b.num_rows()).sum();
     let rs = t.record_size;
-    let mut fixed = vec![0u8; n * rs];
+    let mut fixed = spare.take();
+    fixed.resize(n * rs, 0);
     // Each visible field with its arrays, one per slice, in field (XML) order.
     let mut visible: Vec<(usize, Vec<&ArrayRef>)> = t
         .visible
@@ -73,7 +80,7 @@ pub(super) fn pack(t: &ExtentType, batches: &[RecordBatch], order: ByteOrder) ->
             );
         }
     }
-    let var = pack_variable(t, &visible, &mut fixed, n, order)?;
+    let var = pack_variable(t, &visible, &mut fixed, n, order, spare.take())?;
     pack_numbers(t, &visible, &mut fixed, n, order);
     Ok(Packed {
         rows: n,
