@@ -513,10 +513,10 @@ pub(crate) fn compress_best_in(
 
 /// adler32 of an extent as stored: bytes [0, 16) then [20, end).
 pub fn extent_adler32(extent: &[u8]) -> u32 {
-    let mut a = adler2::Adler32::new();
-    a.write_slice(&extent[..16]);
-    a.write_slice(&extent[20..]);
-    a.checksum()
+    let mut a = simd_adler32::Adler32::new();
+    a.write(&extent[..16]);
+    a.write(&extent[20..]);
+    a.finish()
 }
 
 /// The mixing step of Bob Jenkins' lookup2 hash (§12.3).

@@ -216,14 +216,14 @@ fn assemble(
     header.extend_from_slice(name);
     header.resize(header_len, 0);
     // adler32 of the extent as stored, its own slot (bytes 16..20) left out.
-    let mut adler = adler2::Adler32::new();
-    adler.write_slice(&header[..16]);
-    adler.write_slice(&header[20..]);
+    let mut adler = simd_adler32::Adler32::new();
+    adler.write(&header[..16]);
+    adler.write(&header[20..]);
     for part in [&fixed, &var] {
-        adler.write_slice(part.data());
-        adler.write_slice(part.padding());
+        adler.write(part.data());
+        adler.write(part.padding());
     }
-    let adler = adler.checksum();
+    let adler = adler.finish();
     header[16..20].copy_from_slice(&order.put_u32(adler));
     Ok(Extent {
         header,
