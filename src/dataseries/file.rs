@@ -849,7 +849,7 @@ pub fn partly_unpacked_hash(
 pub const FIXED_HASH_INIT: u32 = 1972;
 
 /// [`partly_unpacked_hash`] given the hash of the fixed part, `lookup2(fixed, 1972)`, which a
-/// writer computes for two extents at a time.
+/// writer computes for several extents at a time.
 pub fn partly_unpacked_hash_after_fixed(
     fixed_hash: u32,
     order: ByteOrder,

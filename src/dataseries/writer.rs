@@ -18,7 +18,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use self::extent::{encode, header_bytes, Extent, SpareBuffers};
+use self::extent::{
+    compress, encode, header_bytes, seal, Compressed, Extent, SpareBuffers, HASH_LANES,
+};
 pub use self::options::{DsWriteOptions, WriterOptions};
 use self::schema::{canonical, check_writable, resolve_type};
 use super::codec::{self, Mode};
@@ -39,10 +41,12 @@ pub struct Writer {
     current: Vec<RecordBatch>,
     current_rows: usize,
     current_var: usize,
-    /// Filled extents not yet handed to the pool: they go two to a job (see `encode`).
+    /// Filled extents not yet handed to the pool: they go [`EXTENTS_PER_JOB`] to a job.
     filled: Vec<Vec<RecordBatch>>,
     /// Jobs packing and compressing extents, oldest first.
-    pipeline: Pipeline<Result<Vec<Extent>>>,
+    pipeline: Pipeline<Result<Vec<Compressed>>>,
+    /// Compressed extents, in file order, waiting to be hashed [`HASH_LANES`] at a time.
+    unsealed: Vec<Compressed>,
     /// How many jobs may be under way before the caller waits for the oldest.
     max_in_flight: usize,
     /// Buffers of written extents, which the jobs pack and compress into.
@@ -150,11 +154,13 @@ impl Writer {
             current_var: 4,
             filled: Vec::new(),
             pipeline: Pipeline::new(),
+            unsealed: Vec::with_capacity(HASH_LANES),
             // One job per thread and one more keep every thread busy while the caller writes;
             // more would only hold more extents in memory.
             max_in_flight,
-            // Two extents a job, each with up to four buffers (packed and compressed parts).
-            spare: SpareBuffers::new(8 * (max_in_flight + 1)),
+            // Up to four buffers (packed and compressed parts) for each extent under way or
+            // waiting to be sealed.
+            spare: SpareBuffers::new(4 * (EXTENTS_PER_JOB * (max_in_flight + 1) + HASH_LANES)),
             modes,
             offset: 0,
             written_back: 0,
@@ -215,9 +221,21 @@ impl Writer {
         Ok(())
     }
 
-    fn emit_data(&mut self, extents: Vec<Extent>) -> Result<()> {
-        let t = self.t.clone();
+    /// Takes a job's extents; each full group of [`HASH_LANES`] is sealed and written.
+    fn emit_data(&mut self, extents: Vec<Compressed>) -> Result<()> {
         for extent in extents {
+            self.unsealed.push(extent);
+            if self.unsealed.len() == HASH_LANES {
+                self.seal_and_emit()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn seal_and_emit(&mut self) -> Result<()> {
+        let t = self.t.clone();
+        let group = std::mem::take(&mut self.unsealed);
+        for extent in seal(&t, group, self.options.order, &self.spare)? {
             self.emit(&t.name, extent)?;
         }
         Ok(())
@@ -298,14 +316,14 @@ impl Writer {
         Ok(())
     }
 
-    /// Ends the extent being filled; every second one goes to the pool with its predecessor.
+    /// Ends the extent being filled; a job's worth of filled extents goes to the pool.
     fn close_extent(&mut self) -> Result<()> {
         if self.current_rows > 0 {
             self.filled.push(std::mem::take(&mut self.current));
             self.current_rows = 0;
             self.current_var = 4;
         }
-        if self.filled.len() < 2 {
+        if self.filled.len() < EXTENTS_PER_JOB {
             return Ok(());
         }
         self.submit_filled();
@@ -324,7 +342,7 @@ impl Writer {
         let (t, modes) = (self.t.clone(), self.modes.clone());
         let (order, level, spare) = (self.options.order, self.options.level, self.spare.clone());
         self.pipeline
-            .submit(move || encode(&t, &extents, order, &modes, level, &spare));
+            .submit(move || compress(&t, &extents, order, &modes, level, &spare));
     }
 
     /// Writes the last extent, the index and the trailer, then moves the file into place.
@@ -340,6 +358,9 @@ impl Writer {
         }
         while let Some(done) = self.pipeline.next() {
             self.emit_data(done?)?;
+        }
+        if !self.unsealed.is_empty() {
+            self.seal_and_emit()?;
         }
         let order = self.options.order;
         // The index lists every extent, itself last.
@@ -393,6 +414,11 @@ impl Writer {
         })
     }
 }
+
+/// Extents packed and compressed by one job. Small jobs keep the pool's threads busy to the
+/// end of the file, which the hashing no longer asks to be large (it is done after, in groups
+/// of [`HASH_LANES`]); one extent a job measured no faster than two.
+const EXTENTS_PER_JOB: usize = 2;
 
 /// Bytes written between two requests to start the file's writeback.
 const WRITEBACK_STEP: u64 = 8 << 20;

@@ -110,8 +110,126 @@ impl Extent {
     }
 }
 
-/// Packs extents, each given as its rows' batch slices, and assembles them; their fixed parts
-/// are hashed two at a time.
+/// Extents whose fixed parts are hashed at once, as lanes of one vectorised lookup2: a hash is
+/// a single chain of dependent steps, so one chain leaves most of a core idle.
+pub(super) const HASH_LANES: usize = 4;
+
+/// An extent packed and compressed, waiting for the hash its header carries. The hash is left
+/// to [`seal`], which takes [`HASH_LANES`] extents at a time in file order: the jobs that
+/// compress stay one or two extents small, so that the pool's threads finish the file together.
+pub(super) struct Compressed {
+    rows: usize,
+    /// The variable area's length as packed, 4 leading zeros included (§3).
+    var_len: usize,
+    parts: [Part; 2],
+    modes: [Mode; 2],
+    /// The packed fixed part and variable area, which the hash covers, where the stored parts
+    /// are other bytes (compressed, or the fixed part compacted).
+    plain_fixed: Option<Vec<u8>>,
+    plain_var: Option<Vec<u8>>,
+}
+
+impl Compressed {
+    fn plain_fixed(&self) -> &[u8] {
+        self.plain_fixed
+            .as_deref()
+            .unwrap_or_else(|| self.parts[0].data())
+    }
+
+    /// The variable area without its 4 leading zeros.
+    fn plain_var_body(&self) -> &[u8] {
+        match &self.plain_var {
+            Some(var) => &var[4..],
+            None => self.parts[1].data(),
+        }
+    }
+}
+
+/// Packs and compresses extents, each given as its rows' batch slices.
+pub(super) fn compress(
+    t: &ExtentType,
+    extents: &[Vec<RecordBatch>],
+    order: ByteOrder,
+    modes: &[Mode],
+    level: u32,
+    spare: &SpareBuffers,
+) -> Result<Vec<Compressed>> {
+    extents
+        .iter()
+        .map(|rows| {
+            let packed = pack(t, rows, order, spare)?;
+            compress_packed(t, packed, modes, level, spare)
+        })
+        .collect()
+}
+
+/// Compresses one packed extent's parts with the smallest of the enabled codecs (§13.2).
+fn compress_packed(
+    t: &ExtentType,
+    p: Packed,
+    modes: &[Mode],
+    level: u32,
+    spare: &SpareBuffers,
+) -> Result<Compressed> {
+    let (plain_fixed, fixed_src) = if t.null_compact {
+        let compacted = compact(t, &p.fixed, p.rows);
+        (Some(p.fixed), compacted)
+    } else {
+        (None, p.fixed)
+    };
+    let (fm, fixed, plain_fixed) =
+        match codec::compress_best_in(modes, &fixed_src, level, || spare.take()) {
+            (m, Some(bytes)) => {
+                let plain = match plain_fixed {
+                    Some(uncompacted) => {
+                        spare.give(fixed_src);
+                        uncompacted
+                    }
+                    None => fixed_src,
+                };
+                (m, Part { bytes, from: 0 }, Some(plain))
+            }
+            (m, None) => (
+                m,
+                Part {
+                    bytes: fixed_src,
+                    from: 0,
+                },
+                plain_fixed,
+            ),
+        };
+    let var_len = p.var.len();
+    let (vm, var, plain_var) =
+        match codec::compress_best_in(modes, &p.var[4..], level, || spare.take()) {
+            (m, Some(bytes)) => (m, Part { bytes, from: 0 }, Some(p.var)),
+            (m, None) => (
+                m,
+                Part {
+                    bytes: p.var,
+                    from: 4,
+                },
+                None,
+            ),
+        };
+    for (what, part) in [("fixed", &fixed), ("variable", &var)] {
+        if part.data().len() as i64 >= MAX_PART {
+            return Err(Error::new(
+                ErrorClass::ValueOutOfRange,
+                format!("an extent's {what} part is 512 MiB or more; lower the extent size"),
+            ));
+        }
+    }
+    Ok(Compressed {
+        rows: p.rows,
+        var_len,
+        parts: [fixed, var],
+        modes: [fm, vm],
+        plain_fixed,
+        plain_var,
+    })
+}
+
+/// Packs, compresses and seals extents in one go (the XmlType extent, the index).
 pub(super) fn encode(
     t: &ExtentType,
     extents: &[Vec<RecordBatch>],
@@ -120,93 +238,60 @@ pub(super) fn encode(
     level: u32,
     spare: &SpareBuffers,
 ) -> Result<Vec<Extent>> {
-    let packed = extents
-        .iter()
-        .map(|rows| pack(t, rows, order, spare))
-        .collect::<Result<Vec<_>>>()?;
-    let mut fixed_hashes = Vec::with_capacity(packed.len());
-    for two in packed.chunks(2) {
-        match two {
-            [x, y] => {
-                let (hx, hy) =
-                    codec::lookup2_pair(&x.fixed, FIXED_HASH_INIT, &y.fixed, FIXED_HASH_INIT);
-                fixed_hashes.extend([hx, hy]);
-            }
-            one => fixed_hashes.extend(
-                one.iter()
-                    .map(|x| codec::lookup2(&x.fixed, FIXED_HASH_INIT)),
-            ),
-        }
+    seal(
+        t,
+        compress(t, extents, order, modes, level, spare)?,
+        order,
+        spare,
+    )
+}
+
+/// Hashes the extents' fixed parts [`HASH_LANES`] at a time and assembles each extent as
+/// stored (§3, §12): its header with both checksums, then its parts.
+pub(super) fn seal(
+    t: &ExtentType,
+    extents: Vec<Compressed>,
+    order: ByteOrder,
+    spare: &SpareBuffers,
+) -> Result<Vec<Extent>> {
+    let mut fixed_hashes = Vec::with_capacity(extents.len());
+    for group in extents.chunks(HASH_LANES) {
+        // A short group fills its empty lanes with its first extent: no dearer than leaving them.
+        let lanes: [&[u8]; HASH_LANES] =
+            std::array::from_fn(|l| group.get(l).unwrap_or(&group[0]).plain_fixed());
+        let hashes = codec::lookup2_lanes(lanes, [FIXED_HASH_INIT; HASH_LANES]);
+        fixed_hashes.extend_from_slice(&hashes[..group.len()]);
     }
-    packed
+    extents
         .into_iter()
         .zip(fixed_hashes)
-        .map(|(p, fixed_hash)| assemble(t, p, fixed_hash, order, modes, level, spare))
+        .map(|(c, fixed_hash)| seal_one(t, c, fixed_hash, order, spare))
         .collect()
 }
 
-/// Compresses and assembles one extent (§3, §12, §13.2), given the hash of its fixed part.
-fn assemble(
+/// One extent's header, given the hash of its fixed part.
+fn seal_one(
     t: &ExtentType,
-    p: Packed,
+    c: Compressed,
     fixed_hash: u32,
     order: ByteOrder,
-    modes: &[Mode],
-    level: u32,
     spare: &SpareBuffers,
 ) -> Result<Extent> {
-    let hash = partly_unpacked_hash_after_fixed(fixed_hash, order, &p.var[4..], false)
+    let hash = partly_unpacked_hash_after_fixed(fixed_hash, order, c.plain_var_body(), false)
         .map_err(|m| Error::new(ErrorClass::BadValue, m))?;
-    let fixed_src = if t.null_compact {
-        let compacted = compact(t, &p.fixed, p.rows);
-        spare.give(p.fixed);
-        compacted
-    } else {
-        p.fixed
-    };
-    let var_len = p.var.len();
-    let (fm, fixed) = match codec::compress_best_in(modes, &fixed_src, level, || spare.take()) {
-        (m, Some(bytes)) => {
-            spare.give(fixed_src);
-            (m, Part { bytes, from: 0 })
-        }
-        (m, None) => (
-            m,
-            Part {
-                bytes: fixed_src,
-                from: 0,
-            },
-        ),
-    };
-    let (vm, var) = match codec::compress_best_in(modes, &p.var[4..], level, || spare.take()) {
-        (m, Some(bytes)) => {
-            spare.give(p.var);
-            (m, Part { bytes, from: 0 })
-        }
-        (m, None) => (
-            m,
-            Part {
-                bytes: p.var,
-                from: 4,
-            },
-        ),
-    };
-    let (fdata, vdata) = (fixed.data(), var.data());
-    for (what, d) in [("fixed", fdata), ("variable", vdata)] {
-        if d.len() as i64 >= MAX_PART {
-            return Err(Error::new(
-                ErrorClass::ValueOutOfRange,
-                format!("an extent's {what} part is 512 MiB or more; lower the extent size"),
-            ));
-        }
+    let [fixed, var] = c.parts;
+    let [fm, vm] = c.modes;
+    for plain in [c.plain_fixed, c.plain_var].into_iter().flatten() {
+        spare.give(plain);
     }
+    let (fdata, vdata) = (fixed.data(), var.data());
     let name = t.name.as_bytes();
     let header_len = (28 + name.len()).next_multiple_of(4);
     let mut header = Vec::with_capacity(header_len);
     header.extend_from_slice(&order.put_u32(fdata.len() as u32));
     header.extend_from_slice(&order.put_u32(vdata.len() as u32));
-    header.extend_from_slice(&order.put_u32(p.rows as u32));
-    header.extend_from_slice(&order.put_u32(var_len as u32));
+    header.extend_from_slice(&order.put_u32(c.rows as u32));
+    header.extend_from_slice(&order.put_u32(c.var_len as u32));
     header.extend_from_slice(&[0; 4]);
     header.extend_from_slice(&order.put_u32(hash));
     header.push(if fdata.is_empty() { 0 } else { fm.id() });
