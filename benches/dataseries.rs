@@ -3,7 +3,9 @@
 //! double with pack_scale 1e-6; bool; nullable int64), with none, lz4 and zlib, 1 MiB extents.
 //!
 //! `cargo bench --bench dataseries` (set DS_BENCH_ROWS to change the row count, and
-//! DS_BENCH_CODECS=none,lz4 to write and time only those codecs).
+//! DS_BENCH_CODECS=none,lz4 to write and time only those codecs). `encode-dictionary` writes the
+//! same rows with `host` and `op` given as dictionaries (as Polars categoricals and DataFusion's
+//! dictionary columns arrive), which the writer numbers by key instead of hashing each row.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -101,6 +103,33 @@ pub fn trace(n: usize) -> Vec<RecordBatch> {
     out
 }
 
+/// The trace with its `pack_unique` columns dictionary-encoded, one dictionary per batch.
+fn as_dictionaries(batches: &[RecordBatch]) -> Vec<RecordBatch> {
+    let dictionary = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    let schema = batches[0].schema();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.name().as_str() {
+            "host" | "op" => f.as_ref().clone().with_data_type(dictionary.clone()),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    batches
+        .iter()
+        .map(|b| {
+            let columns = b
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, f)| arrow::compute::cast(c, f.data_type()).unwrap())
+                .collect();
+            RecordBatch::try_new(schema.clone(), columns).unwrap()
+        })
+        .collect()
+}
+
 fn write(path: &std::path::Path, batches: &[RecordBatch], mode: Mode) {
     let mut w = Writer::try_new(
         path,
@@ -117,6 +146,7 @@ fn write(path: &std::path::Path, batches: &[RecordBatch], mode: Mode) {
 fn bench(c: &mut Criterion) {
     let n = rows();
     let batches = trace(n);
+    let dictionary_batches = as_dictionaries(&batches);
     let dir = tempfile::tempdir().unwrap();
     let mut g = c.benchmark_group("dataseries");
     g.sample_size(10)
@@ -156,6 +186,15 @@ fn bench(c: &mut Criterion) {
                     let _ = std::fs::remove_file(&out);
                 },
                 |()| write(&out, &batches, mode),
+                BatchSize::PerIteration,
+            )
+        });
+        g.bench_function(format!("encode-dictionary/{}", mode.name()), |b| {
+            b.iter_batched(
+                || {
+                    let _ = std::fs::remove_file(&out);
+                },
+                |()| write(&out, &dictionary_batches, mode),
                 BatchSize::PerIteration,
             )
         });

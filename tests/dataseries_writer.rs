@@ -7,7 +7,13 @@ mod common;
 
 use std::path::Path;
 
-use arrow_array::RecordBatch;
+use std::sync::Arc;
+
+use arrow::compute::cast;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, ArrayRef, BinaryArray, DictionaryArray, Int32Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrowsmith::dataseries::{
     ByteOrder, DsFile, Mode, OpenOptions, ReaderBuilder, Writer, WriterOptions,
 };
@@ -27,9 +33,18 @@ fn read(path: &Path) -> (arrow_schema::SchemaRef, Vec<RecordBatch>) {
 
 fn rewrite(src: &Path, dst: &Path, options: WriterOptions) {
     let (schema, batches) = read(src);
+    write_in_pieces(dst, schema, &batches, options);
+}
+
+fn write_in_pieces(
+    dst: &Path,
+    schema: arrow_schema::SchemaRef,
+    batches: &[RecordBatch],
+    options: WriterOptions,
+) {
     let mut w = Writer::try_new(dst, schema, options).unwrap();
     // Feed the rows in odd-sized pieces: extent boundaries must not depend on batch boundaries.
-    for b in &batches {
+    for b in batches {
         let mut s = 0;
         while s < b.num_rows() {
             let n = 7.min(b.num_rows() - s);
@@ -220,4 +235,143 @@ fn an_input_without_columns_is_refused_by_name() {
     );
     assert!(err.to_string().contains("at least one field"), "{err}");
     assert!(!path.exists());
+}
+
+/// `column` as a dictionary built to trip a writer that numbers values by key: the distinct
+/// values in reverse order of first occurrence, each twice (rows alternate between the two
+/// keys), and a null entry that half the null rows point to (the other half have null keys).
+fn twisted_dictionary(column: &ArrayRef, key_type: &DataType) -> ArrayRef {
+    let binary = cast(column, &DataType::Binary).unwrap();
+    let binary = binary.as_binary::<i32>();
+    let mut distinct: Vec<&[u8]> = Vec::new();
+    for v in binary.iter().flatten() {
+        if !distinct.contains(&v) {
+            distinct.push(v);
+        }
+    }
+    distinct.reverse();
+    let index = |v: &[u8]| distinct.iter().position(|d| *d == v).unwrap() as i32;
+    let values: BinaryArray = distinct
+        .iter()
+        .flat_map(|v| [Some(*v), Some(*v)])
+        .chain([None])
+        .collect();
+    let null_entry = values.len() as i32 - 1;
+    let keys: Int32Array = binary
+        .iter()
+        .enumerate()
+        .map(|(r, v)| match v {
+            Some(v) => Some(2 * index(v) + (r % 2) as i32),
+            None if r % 2 == 0 => None,
+            None => Some(null_entry),
+        })
+        .collect();
+    let dictionary = DictionaryArray::new(keys, Arc::new(values));
+    let value_type = match column.data_type() {
+        DataType::Utf8 => DataType::Utf8,
+        _ => DataType::Binary,
+    };
+    let wanted = DataType::Dictionary(Box::new(key_type.clone()), Box::new(value_type));
+    cast(&dictionary, &wanted).unwrap()
+}
+
+/// The file's rows with every variable32 column given as a [`twisted_dictionary`].
+fn as_dictionaries(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    key_type: &DataType,
+) -> (SchemaRef, Vec<RecordBatch>) {
+    let variable = |dt: &DataType| matches!(dt, DataType::Binary | DataType::Utf8);
+    let dictionary_type = |f: &Field| {
+        let value = Box::new(f.data_type().clone());
+        DataType::Dictionary(Box::new(key_type.clone()), value)
+    };
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match variable(f.data_type()) {
+            true => f.as_ref().clone().with_data_type(dictionary_type(f)),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    let new_schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let batches = batches
+        .iter()
+        .map(|b| {
+            let columns = b
+                .columns()
+                .iter()
+                .map(|c| match variable(c.data_type()) {
+                    true => twisted_dictionary(c, key_type),
+                    false => c.clone(),
+                })
+                .collect();
+            RecordBatch::try_new(new_schema.clone(), columns).unwrap()
+        })
+        .collect();
+    (new_schema, batches)
+}
+
+#[test]
+fn dictionary_columns_are_written_as_their_values() {
+    // pack_unique values given as a dictionary are numbered by key; the file must still be
+    // the one their plain values make: the reference's bytes, whatever the key order,
+    // duplicate entries, null entries and key width.
+    let dir = tempfile::tempdir().unwrap();
+    let key_types = [
+        DataType::Int8,
+        DataType::UInt16,
+        DataType::Int32,
+        DataType::UInt64,
+    ];
+    for (k, &(rel, mode, size)) in IDENTICAL.iter().enumerate() {
+        let key_type = &key_types[k % key_types.len()];
+        let (schema, batches) = read(&data("dataseries").join(rel));
+        let (schema, batches) = as_dictionaries(&schema, &batches, key_type);
+        let dst = dir.path().join("out.ds");
+        write_in_pieces(&dst, schema, &batches, options(mode, size));
+        let want = std::fs::read(data("dataseries").join(rel)).unwrap();
+        assert!(
+            std::fs::read(&dst).unwrap() == want,
+            "{rel} with {key_type} keys"
+        );
+    }
+    // Two pack_unique fields sharing values (host, path), in whole batches and big extents.
+    let src = data("dataseries").join("bigendian/le-packing-none.ds");
+    let plain = dir.path().join("plain.ds");
+    rewrite(&src, &plain, options(Mode::Lz4, 4096));
+    let (schema, batches) = read(&src);
+    let (schema, batches) = as_dictionaries(&schema, &batches, &DataType::Int16);
+    let dst = dir.path().join("dictionaries.ds");
+    let mut w = Writer::try_new(&dst, schema, options(Mode::Lz4, 4096)).unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+    assert!(std::fs::read(&dst).unwrap() == std::fs::read(&plain).unwrap());
+}
+
+#[test]
+fn a_null_dictionary_value_in_a_field_without_nulls_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (schema, batches) = read(&data("dataseries").join("bigendian/le-packing-none.ds"));
+    let host = schema.index_of("host").unwrap();
+    assert!(!schema.field(host).is_nullable());
+    let (schema, mut batches) = as_dictionaries(&schema, &batches, &DataType::Int32);
+    // Row 1 of `host` now points at the dictionary's null entry.
+    let mut columns = batches[0].columns().to_vec();
+    let d = columns[host].as_dictionary::<Int32Type>();
+    let mut keys: Vec<Option<i32>> = d.keys().iter().collect();
+    keys[1] = Some(d.values().len() as i32 - 1);
+    columns[host] = Arc::new(DictionaryArray::new(
+        Int32Array::from(keys),
+        d.values().clone(),
+    ));
+    batches[0] = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let dst = dir.path().join("out.ds");
+    let mut w = Writer::try_new(&dst, schema, options(Mode::None, 1_000_000)).unwrap();
+    let err = w.write(&batches[0]).and_then(|()| w.finish().map(|_| ()));
+    let err = err.expect_err("a null in a field without nulls");
+    assert!(err.to_string().contains("not nullable"), "{err}");
+    assert!(!dst.exists());
 }

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::compute::cast;
-use arrow_array::cast::AsArray;
 use arrow_array::{Array, BinaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
@@ -23,8 +22,9 @@ use self::extent::{
 };
 pub use self::options::{DsWriteOptions, WriterOptions};
 use self::schema::{canonical, check_writable, resolve_type};
+use self::variable::VarSlice;
 use super::codec::{self, Mode};
-use super::file::{roundup_var, HEADER_LEN};
+use super::file::HEADER_LEN;
 use super::types::{ExtentType, Kind, INDEX_NAME};
 use crate::atomic::{StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
@@ -137,7 +137,12 @@ impl Writer {
         let canon_schema = Arc::new(Schema::new(
             t.visible
                 .iter()
-                .map(|&i| Field::new(&t.fields[i].name, canonical(t.fields[i].kind), true))
+                .zip(schema.fields())
+                .map(|(&i, input)| {
+                    let f = &t.fields[i];
+                    let packed_as = canonical(f.kind, f.pack_unique, input.data_type());
+                    Field::new(&f.name, packed_as, true)
+                })
                 .collect::<Vec<_>>(),
         ));
         let mut file = output().map_err(e)?;
@@ -250,7 +255,9 @@ impl Writer {
             .map(|(c, f)| {
                 let mut c = c.clone();
                 if let DataType::Dictionary(_, v) = c.data_type() {
-                    c = cast(&c, v)?;
+                    if !matches!(f.data_type(), DataType::Dictionary(_, _)) {
+                        c = cast(&c, v)?;
+                    }
                 }
                 if c.data_type() != f.data_type() {
                     c = cast(&c, f.data_type())?;
@@ -279,19 +286,22 @@ impl Writer {
         let t = self.t.clone();
         let rs = t.record_size;
         let target = self.options.extent_size;
-        let vcols: Vec<&BinaryArray> = t
+        let vcols: Vec<VarSlice> = t
             .visible
             .iter()
             .zip(batch.columns())
             .filter(|(&i, _)| t.fields[i].kind == Kind::Variable32)
-            .map(|(_, c)| c.as_binary::<i32>())
+            .map(|(_, c)| VarSlice::of(c.as_ref()))
             .collect();
         let n = batch.num_rows();
         let mut start = 0;
         let mut var_bytes = vec![0usize; n.min(SIZING_ROWS)];
         for from in (0..n).step_by(SIZING_ROWS) {
             let var_bytes = &mut var_bytes[..SIZING_ROWS.min(n - from)];
-            row_var_bytes(&vcols, from, var_bytes);
+            var_bytes.fill(0);
+            for c in &vcols {
+                c.add_entry_bytes(from, var_bytes);
+            }
             for (r, &bytes) in (from..).zip(var_bytes.iter()) {
                 // The reference's rule (§14): before a record is added, the extent is closed if
                 // its fixed bytes + variable bytes as appended (no deduplication, 4 leading
@@ -426,32 +436,6 @@ const WRITEBACK_STEP: u64 = 8 << 20;
 /// Rows whose variable bytes are sized at a time: enough for tight loops, few enough to stay
 /// in cache.
 const SIZING_ROWS: usize = 4096;
-
-/// Adds each row's variable bytes as the reference's sizing counts them (§14: every non-empty
-/// value, 4 + its padded length, shared values counted each time) to `out`, for the rows
-/// `from..from + out.len()` of `cols`.
-fn row_var_bytes(cols: &[&BinaryArray], from: usize, out: &mut [usize]) {
-    out.fill(0);
-    let entry = |len: usize| if len == 0 { 0 } else { 4 + roundup_var(len) };
-    for a in cols {
-        let offsets = &a.value_offsets()[from..=from + out.len()];
-        let lens = offsets.windows(2).map(|w| (w[1] - w[0]) as usize);
-        match a.nulls().filter(|nb| nb.null_count() > 0) {
-            None => out
-                .iter_mut()
-                .zip(lens)
-                .for_each(|(o, len)| *o += entry(len)),
-            Some(nb) => {
-                let valid = nb.inner().slice(from, out.len());
-                for ((o, len), valid) in out.iter_mut().zip(lens).zip(&valid) {
-                    if valid {
-                        *o += entry(len);
-                    }
-                }
-            }
-        }
-    }
-}
 
 impl BatchWriter for Writer {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {

@@ -89,9 +89,10 @@ pub(super) fn pack(
     })
 }
 
-/// The rows of `a` that are null, as set bits; `None` when there are none.
+/// The rows of `a` that are null, as set bits; `None` when there are none. A dictionary's row
+/// is null where its key or the key's value is.
 pub(super) fn null_rows(a: &dyn Array) -> Option<BooleanBuffer> {
-    a.nulls()
+    a.logical_nulls()
         .filter(|nb| nb.null_count() > 0)
         .map(|nb| !nb.inner())
 }

@@ -35,14 +35,19 @@ pub fn kind_for(dt: &DataType) -> Option<(Kind, Option<&'static str>)> {
     })
 }
 
-/// The Arrow type a kind is packed from: every column is cast to it before packing.
-pub(super) fn canonical(kind: Kind) -> DataType {
+/// The Arrow type a field is packed from: every column is cast to it before packing. A
+/// `pack_unique` field given a dictionary stays one (Int32 keys into Binary values), so that
+/// its values are numbered once per dictionary entry rather than hashed row by row.
+pub(super) fn canonical(kind: Kind, pack_unique: bool, input: &DataType) -> DataType {
     match kind {
         Kind::Bool => DataType::Boolean,
         Kind::Byte => DataType::UInt8,
         Kind::Int32 => DataType::Int32,
         Kind::Int64 => DataType::Int64,
         Kind::Double => DataType::Float64,
+        Kind::Variable32 if pack_unique && matches!(input, DataType::Dictionary(_, _)) => {
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary))
+        }
         Kind::Variable32 => DataType::Binary,
         Kind::FixedWidth(n) => DataType::FixedSizeBinary(n as i32),
     }

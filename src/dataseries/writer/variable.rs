@@ -4,6 +4,7 @@
 use std::hash::{Hash, Hasher};
 
 use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::BooleanBuffer;
 use rustc_hash::FxHashMap;
@@ -61,11 +62,84 @@ struct VarColumn<'a> {
     slices: Vec<VarSlice<'a>>,
 }
 
-/// A slice's variable32 values: offsets (one more than rows) into `data`, and validity.
-struct VarSlice<'a> {
+/// A batch slice of a variable32 column as packed: Binary, or for a `pack_unique` field given
+/// a dictionary, Int32 keys into Binary values (its canonical types, see `schema::canonical`).
+pub(super) struct VarSlice<'a> {
+    /// The values' offsets and bytes: the column's own, or its dictionary's.
     offsets: &'a [i32],
     data: &'a [u8],
+    /// Each row's dictionary key, for a dictionary column.
+    keys: Option<&'a [i32]>,
+    /// Which rows hold a value, `None` when all do (a null key or a null dictionary value is
+    /// a null row).
     valid: Option<BooleanBuffer>,
+}
+
+impl<'a> VarSlice<'a> {
+    pub(super) fn of(a: &'a dyn Array) -> VarSlice<'a> {
+        let valid = a
+            .logical_nulls()
+            .filter(|nb| nb.null_count() > 0)
+            .map(|nb| nb.inner().clone());
+        match a.as_dictionary_opt::<Int32Type>() {
+            Some(d) => {
+                let values = d.values().as_binary::<i32>();
+                VarSlice {
+                    offsets: values.value_offsets(),
+                    data: values.value_data(),
+                    keys: Some(d.keys().values()),
+                    valid,
+                }
+            }
+            None => {
+                let a = a.as_binary::<i32>();
+                VarSlice {
+                    offsets: a.value_offsets(),
+                    data: a.value_data(),
+                    keys: None,
+                    valid,
+                }
+            }
+        }
+    }
+
+    fn rows(&self) -> usize {
+        self.keys.map_or(self.offsets.len() - 1, |k| k.len())
+    }
+
+    fn is_valid(&self, r: usize) -> bool {
+        self.valid.as_ref().is_none_or(|b| b.value(r))
+    }
+
+    /// The bytes of value `i` (a row, or a dictionary entry).
+    #[inline]
+    fn value(&self, i: usize) -> &'a [u8] {
+        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Adds to `out[i]` the bytes row `from + i`'s value takes in the variable area as appended
+    /// without deduplication (§14's rule for closing extents).
+    pub(super) fn add_entry_bytes(&self, from: usize, out: &mut [usize]) {
+        let entry = |len: usize| if len == 0 { 0 } else { 4 + roundup_var(len) };
+        let value_len = |i: usize| (self.offsets[i + 1] - self.offsets[i]) as usize;
+        match (self.keys, &self.valid) {
+            (None, None) => {
+                let lens = self.offsets[from..=from + out.len()]
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]) as usize);
+                out.iter_mut()
+                    .zip(lens)
+                    .for_each(|(o, len)| *o += entry(len));
+            }
+            (keys, _) => {
+                for (r, o) in (from..).zip(out.iter_mut()) {
+                    if self.is_valid(r) {
+                        *o += entry(value_len(keys.map_or(r, |k| k[r] as usize)));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The variable area (§9): record by record, fields in XML order, each non-null, non-empty
@@ -91,20 +165,7 @@ pub(super) fn pack_variable(
         .map(|(fi, slices)| VarColumn {
             slot: t.fields[*fi].offset,
             unique: t.fields[*fi].pack_unique,
-            slices: slices
-                .iter()
-                .map(|a| {
-                    let a = a.as_binary::<i32>();
-                    VarSlice {
-                        offsets: a.value_offsets(),
-                        data: a.value_data(),
-                        valid: a
-                            .nulls()
-                            .filter(|nb| nb.null_count() > 0)
-                            .map(|nb| nb.inner().clone()),
-                    }
-                })
-                .collect(),
+            slices: slices.iter().map(|a| VarSlice::of(a.as_ref())).collect(),
         })
         .collect();
     var.clear();
@@ -123,7 +184,7 @@ pub(super) fn pack_variable(
     loop {
         let mut first: Option<(u32, usize)> = None;
         for (k, e) in events.iter().enumerate() {
-            if let Some(&row) = e.rows.get(next[k]) {
+            if let Some(&row) = e.list.rows.get(next[k]) {
                 if first.is_none_or(|(r, _)| row < r) {
                     first = Some((row, k));
                 }
@@ -132,7 +193,7 @@ pub(super) fn pack_variable(
         let Some((row, k)) = first else { break };
         let (e, i) = (&events[k], next[k]);
         next[k] += 1;
-        let value = e.values[i];
+        let value = e.list.values[i];
         if e.ids.is_some() {
             let at = match unique.get(&Key(value)) {
                 Some(&at) => at,
@@ -165,52 +226,118 @@ pub(super) fn pack_variable(
 /// those values, and for a `pack_unique` column the number of every row's value (1 for the
 /// first distinct value, 0 for a row without one).
 struct Events<'a> {
+    list: EventList<'a>,
+    ids: Option<Vec<u32>>,
+}
+
+/// Rows with a value to place, and those values.
+#[derive(Default)]
+struct EventList<'a> {
     rows: Vec<u32>,
     values: Vec<&'a [u8]>,
-    ids: Option<Vec<u32>>,
 }
 
 impl<'a> Events<'a> {
     fn of(c: &VarColumn<'a>, n: usize) -> Events<'a> {
         let mut events = Events {
-            rows: Vec::new(),
-            values: Vec::new(),
+            list: EventList::default(),
             ids: c.unique.then(|| Vec::with_capacity(n)),
         };
         let mut numbers: FxHashMap<Key<'a>, u32> = FxHashMap::default();
         let mut row = 0u32;
         for v in &c.slices {
-            let rows = v.offsets.len() - 1;
-            for r in 0..rows {
-                let (from, to) = (v.offsets[r] as usize, v.offsets[r + 1] as usize);
-                let value = &v.data[from..to];
-                let present = !value.is_empty() && v.valid.as_ref().is_none_or(|b| b.value(r));
-                match &mut events.ids {
-                    Some(ids) => {
+            match (&mut events.ids, v.keys) {
+                (Some(ids), None) => {
+                    for r in 0..v.rows() {
+                        let value = v.value(r);
+                        let present = !value.is_empty() && v.is_valid(r);
                         let id = if present {
                             let fresh = numbers.len() as u32 + 1;
                             let id = *numbers.entry(Key(value)).or_insert(fresh);
                             if id == fresh {
-                                events.rows.push(row);
-                                events.values.push(value);
+                                events.list.rows.push(row);
+                                events.list.values.push(value);
                             }
                             id
                         } else {
                             0
                         };
                         ids.push(id);
+                        row += 1;
                     }
-                    None if present => {
-                        events.rows.push(row);
-                        events.values.push(value);
-                    }
-                    None => {}
                 }
-                row += 1;
+                (Some(ids), Some(keys)) => {
+                    number_keys(v, keys, ids, &mut numbers, &mut events.list, row);
+                    row += keys.len() as u32;
+                }
+                (None, keys) => {
+                    for r in 0..v.rows() {
+                        let at = keys.map_or(r, |k| k[r] as usize);
+                        if v.is_valid(r) && v.offsets[at + 1] > v.offsets[at] {
+                            events.list.rows.push(row);
+                            events.list.values.push(v.value(at));
+                        }
+                        row += 1;
+                    }
+                }
             }
         }
         events
     }
+}
+
+/// Numbers a dictionary slice's rows (the first at `row`): each key's value is looked up once,
+/// its later rows take the number. Kept out of `Events::of`: sharing that function with the
+/// loop over plain values, the map lookup was no longer inlined there (2 % of an encode).
+#[inline(never)]
+fn number_keys<'a>(
+    v: &VarSlice<'a>,
+    keys: &[i32],
+    ids: &mut Vec<u32>,
+    numbers: &mut FxHashMap<Key<'a>, u32>,
+    events: &mut EventList<'a>,
+    row: u32,
+) {
+    let mut number_of_key = if keys_worth_caching(v) {
+        vec![UNSEEN; v.offsets.len() - 1]
+    } else {
+        Vec::new()
+    };
+    for (r, &key) in keys.iter().enumerate() {
+        let at = key as usize;
+        let id = match number_of_key.get_mut(at) {
+            _ if !v.is_valid(r) => 0,
+            Some(&mut known) if known != UNSEEN => known,
+            cached => {
+                let value = v.value(at);
+                let id = match numbers.get(&Key(value)) {
+                    _ if value.is_empty() => 0,
+                    Some(&id) => id,
+                    None => {
+                        let id = numbers.len() as u32 + 1;
+                        numbers.insert(Key(value), id);
+                        events.rows.push(row + r as u32);
+                        events.values.push(value);
+                        id
+                    }
+                };
+                if let Some(known) = cached {
+                    *known = id;
+                }
+                id
+            }
+        };
+        ids.push(id);
+    }
+}
+
+/// A dictionary key whose value has not been looked up yet.
+const UNSEEN: u32 = u32::MAX;
+
+/// Whether numbering a dictionary slice's keys (a table as long as its dictionary) is cheaper
+/// than hashing each row's value: not for a large dictionary under a short slice.
+fn keys_worth_caching(v: &VarSlice) -> bool {
+    v.offsets.len() - 1 <= v.rows().max(4096)
 }
 
 /// Each record's slot at `slot` gets the offset of its row's value number.
