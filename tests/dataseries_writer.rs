@@ -375,3 +375,33 @@ fn a_null_dictionary_value_in_a_field_without_nulls_is_an_error() {
     assert!(err.to_string().contains("not nullable"), "{err}");
     assert!(!dst.exists());
 }
+
+#[test]
+fn a_dictionary_key_outside_its_values_is_an_error_not_a_panic() {
+    // Arrays from the C data interface are not validated on import: a key may point anywhere.
+    let dir = tempfile::tempdir().unwrap();
+    let values = Arc::new(BinaryArray::from(vec![&b"a"[..], b"bb"]));
+    let keys = Int32Array::from(vec![Some(0), None, Some(1), Some(7), Some(0)]);
+    // SAFETY (of the test's intent): the key 7 is out of range on purpose; the writer must
+    // check keys before it uses them, and must not read through this one.
+    let column = unsafe { DictionaryArray::new_unchecked(keys, values) };
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "s",
+        column.data_type().clone(),
+        true,
+    )]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).unwrap();
+    let dst = dir.path().join("out.ds");
+    let mut w = Writer::try_new(&dst, schema, WriterOptions::default()).unwrap();
+    w.write(&batch.slice(0, 3)).unwrap();
+    let err = w.write(&batch).expect_err("key 7 of 2 values");
+    let text = err.to_string();
+    assert!(text.contains("dictionary key 7"), "{text}");
+    assert!(text.contains("\"s\""), "names the column: {text}");
+    assert!(
+        text.contains("row 6"),
+        "the row counted over both batches: {text}"
+    );
+    drop(w);
+    assert!(!dst.exists());
+}

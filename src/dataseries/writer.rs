@@ -14,7 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::compute::cast;
-use arrow_array::{Array, BinaryArray, Int64Array, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, BinaryArray, DictionaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use self::extent::{
@@ -27,7 +29,7 @@ use super::codec::{self, Mode};
 use super::file::HEADER_LEN;
 use super::types::{ExtentType, Kind, INDEX_NAME};
 use crate::atomic::{StreamOutput, SINK_NAME};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorClass, Result};
 use crate::pipeline::Pipeline;
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -252,7 +254,8 @@ impl Writer {
             .columns()
             .iter()
             .zip(self.canon_schema.fields())
-            .map(|(c, f)| {
+            .enumerate()
+            .map(|(i, (c, f))| {
                 let mut c = c.clone();
                 if let DataType::Dictionary(_, v) = c.data_type() {
                     if !matches!(f.data_type(), DataType::Dictionary(_, _)) {
@@ -262,9 +265,12 @@ impl Writer {
                 if c.data_type() != f.data_type() {
                     c = cast(&c, f.data_type())?;
                 }
+                if let Some(d) = c.as_dictionary_opt::<Int32Type>() {
+                    check_keys(d, self.rows).map_err(|e| e.with_column(i, Some(f.name())))?;
+                }
                 Ok(c)
             })
-            .collect::<std::result::Result<Vec<_>, arrow_schema::ArrowError>>()?;
+            .collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new(self.canon_schema.clone(), cols)?)
     }
 
@@ -422,6 +428,29 @@ impl Writer {
             rows: self.rows,
             warnings: std::mem::take(&mut self.warnings),
         })
+    }
+}
+
+/// The keys of a dictionary column are checked before packing indexes its values with them:
+/// arrays imported without validation (the C data interface) may hold any key.
+fn check_keys(d: &DictionaryArray<Int32Type>, first_row: u64) -> Result<()> {
+    let len = d.values().len();
+    let keys = d.keys().values();
+    // Null rows' keys are never used, but checking every key at once is the fast common case.
+    if keys.iter().all(|&k| (k as u32 as usize) < len) {
+        return Ok(());
+    }
+    let valid = |r: usize| d.nulls().is_none_or(|n| n.is_valid(r));
+    match (0..keys.len()).find(|&r| valid(r) && (keys[r] as u32 as usize) >= len) {
+        None => Ok(()),
+        Some(r) => Err(Error::new(
+            ErrorClass::BadValue,
+            format!(
+                "dictionary key {} is outside the dictionary's {len} values",
+                keys[r]
+            ),
+        )
+        .at_row(first_row + r as u64)),
     }
 }
 
