@@ -609,3 +609,26 @@ fn salvaging_a_bcolz_carray_of_thousands_of_missing_chunks_is_linear() {
         skipped.len()
     );
 }
+
+#[test]
+fn a_parquet_schema_element_declaring_800_million_children_is_refused_before_parquet_reserves_them()
+{
+    // A 733-byte file whose footer's root element declares 803 million children: parquet 59
+    // reserved room for all of them (6.4 GB) before finding the second, and the `parquet`
+    // target ran out of memory.
+    let path = input("parquet_schema_element_of_800m_children.parquet");
+    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Parquet);
+    let (errors, largest) = largest_allocation_of(|| {
+        [
+            arrowsmith::open(&path, &options).err().expect("refused"),
+            arrowsmith::ecosystem::parquet::describe(&path).expect_err("refused"),
+        ]
+    });
+    for error in errors {
+        assert_eq!(error.class(), arrowsmith::ErrorClass::BadMeta, "{error}");
+        assert!(error.message().contains("children"), "{error}");
+        assert_eq!(error.file(), Some(path.as_path()));
+        assert!(error.offset().is_some(), "{error}");
+    }
+    assert!(largest < 1 << 20, "{largest} bytes allocated at once");
+}

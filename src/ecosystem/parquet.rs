@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,6 +27,8 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use super::{Adapted, InFile, ProjectionPlan};
+
+mod footer;
 use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
@@ -40,7 +42,7 @@ pub(crate) fn open(
     path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let file = EndOfFileIsAnError(File::open(path).in_file(path)?);
+    let file = EndOfFileIsAnError::open(path)?;
     // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
     // malformed ones (an integer of 16,777,216 bits).
     let mut builder = super::ipc::quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
@@ -107,6 +109,43 @@ pub(crate) fn open(
 /// took nine minutes (fuzz finding 16, docs/reliability.md). Every element's length takes at
 /// least one byte of the file, so once the end is an error the skipping is bounded by the file.
 struct EndOfFileIsAnError(File);
+
+impl EndOfFileIsAnError {
+    /// Opens the file once its footer's schema has been checked (see [`footer`]): parquet
+    /// would reserve memory for whatever child count a schema element declares.
+    fn open(path: &Path) -> Result<EndOfFileIsAnError> {
+        let file = File::open(path).in_file(path)?;
+        let len = file.len();
+        let mut tail = [0u8; 8];
+        if len < 12 || read_at(&file, len - 8, &mut tail).is_err() || &tail[4..] != b"PAR1" {
+            return Ok(EndOfFileIsAnError(file));
+        }
+        let metadata_len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4")));
+        let Some(start) = (len - 8).checked_sub(metadata_len) else {
+            return Ok(EndOfFileIsAnError(file));
+        };
+        let mut metadata = vec![0u8; metadata_len as usize];
+        read_at(&file, start, &mut metadata).in_file(path)?;
+        match footer::check_schema_children(&metadata) {
+            Ok(()) => Ok(EndOfFileIsAnError(file)),
+            Err(bad) => Err(Error::new(
+                ErrorClass::BadMeta,
+                format!(
+                    "the footer's schema element {} declares {} children, but {} elements \
+                     follow it",
+                    bad.element, bad.declared, bad.following
+                ),
+            )
+            .with_file(path)
+            .at_offset(start)),
+        }
+    }
+}
+
+fn read_at(mut file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
 
 /// The reader [`EndOfFileIsAnError`] hands out from an offset.
 struct EndIsAnError<R>(R);
@@ -644,7 +683,7 @@ pub struct ParquetChunk {
 
 /// Reads the footer of a Parquet file.
 pub fn describe(path: &Path) -> Result<ParquetInfo> {
-    let file = EndOfFileIsAnError(File::open(path).in_file(path)?);
+    let file = EndOfFileIsAnError::open(path)?;
     let reader = SerializedFileReader::new(file).in_file(path)?;
     Ok(info(reader.metadata()))
 }
