@@ -613,22 +613,31 @@ fn salvaging_a_bcolz_carray_of_thousands_of_missing_chunks_is_linear() {
 #[test]
 fn a_parquet_schema_element_declaring_800_million_children_is_refused_before_parquet_reserves_them()
 {
-    // A 733-byte file whose footer's root element declares 803 million children: parquet 59
-    // reserved room for all of them (6.4 GB) before finding the second, and the `parquet`
-    // target ran out of memory.
-    let path = input("parquet_schema_element_of_800m_children.parquet");
-    let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Parquet);
-    let (errors, largest) = largest_allocation_of(|| {
-        [
-            arrowsmith::open(&path, &options).err().expect("refused"),
-            arrowsmith::ecosystem::parquet::describe(&path).expect_err("refused"),
-        ]
-    });
-    for error in errors {
-        assert_eq!(error.class(), arrowsmith::ErrorClass::BadMeta, "{error}");
-        assert!(error.message().contains("children"), "{error}");
-        assert_eq!(error.file(), Some(path.as_path()));
-        assert!(error.offset().is_some(), "{error}");
+    // 733- and 729-byte files whose footer's root element declares 803 million children:
+    // parquet 59 reserved room for all of them (6.4 GB) before finding the second, and the
+    // `parquet` target ran out of memory. In the second, the version field before the schema
+    // is mistyped as a list, which parquet reads as the i32 it expects (so must the check).
+    for name in [
+        "parquet_schema_element_of_800m_children.parquet",
+        "parquet_schema_children_after_a_mistyped_version.parquet",
+    ] {
+        let path = input(name);
+        let options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Parquet);
+        let (errors, largest) = largest_allocation_of(|| {
+            [
+                arrowsmith::open(&path, &options).err().expect("refused"),
+                arrowsmith::ecosystem::parquet::describe(&path).expect_err("refused"),
+            ]
+        });
+        for error in errors {
+            assert_eq!(error.class(), arrowsmith::ErrorClass::BadMeta, "{error}");
+            assert!(error.message().contains("803037183 children"), "{error}");
+            assert_eq!(error.file(), Some(path.as_path()));
+            assert!(error.offset().is_some(), "{error}");
+        }
+        assert!(
+            largest < 1 << 20,
+            "{name}: {largest} bytes allocated at once"
+        );
     }
-    assert!(largest < 1 << 20, "{largest} bytes allocated at once");
 }

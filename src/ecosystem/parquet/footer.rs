@@ -1,11 +1,16 @@
 //! A look at a Parquet footer's schema before the parquet crate builds it.
 //!
 //! parquet 59 reserves room for as many children as a group element of the schema declares,
-//! before it has found any: a footer of a few hundred bytes asked for 6 GB (fuzz finding 19,
+//! before it has found any: a footer of a few hundred bytes asked for 6 GB (fuzz finding 17,
 //! docs/reliability.md; arrow-rs bounds the count after 59, apache/arrow-rs#9884). Here the
 //! footer's Thrift (compact protocol) is walked as far as the end of its schema list, and a
-//! count that is negative or larger than the elements left after its own is refused. Anything
-//! else that is wrong with the footer is left for parquet to report.
+//! count that is negative or larger than the elements left after its own is refused.
+//!
+//! The walk reads the bytes as parquet 59's decoder does, not as the protocol says, because
+//! only then does it find the counts parquet will use: a known field is read as its declared
+//! type whatever type its header gives, a header whose low four bits are 0 ends a struct, a
+//! varint may run on past ten bytes. Anything parquet would fail on is left for parquet to
+//! report.
 
 /// A group element whose declared children cannot all be in the schema.
 #[derive(Debug, PartialEq)]
@@ -18,9 +23,9 @@ pub(super) struct TooManyChildren {
 }
 
 /// Checks the `num_children` of every element of a `FileMetaData`'s schema (field 2, a list
-/// of `SchemaElement`s whose field 5 is `num_children`). Malformed Thrift is not reported.
+/// of `SchemaElement`s whose field 5 is `num_children`).
 pub(super) fn check_schema_children(metadata: &[u8]) -> Result<(), TooManyChildren> {
-    let mut walk = Compact {
+    let mut walk = Thrift {
         bytes: metadata,
         at: 0,
     };
@@ -30,11 +35,11 @@ pub(super) fn check_schema_children(metadata: &[u8]) -> Result<(), TooManyChildr
     }
 }
 
-/// Thrift that cannot be walked: parquet reports it in its own words.
+/// Thrift that parquet fails to decode too, in its own words.
 struct Malformed;
 
-/// Structs nested deeper than this are not walked (a footer's are about five deep).
-const MAX_DEPTH: u32 = 64;
+/// How deep parquet 59 skips nested values before it gives up.
+const SKIP_DEPTH: u32 = 64;
 
 // Thrift compact protocol type ids.
 const TRUE: u8 = 1;
@@ -49,54 +54,79 @@ const LIST: u8 = 9;
 const SET: u8 = 10;
 const MAP: u8 = 11;
 const STRUCT: u8 = 12;
+const UUID: u8 = 13;
 
-/// A reader of compact-protocol Thrift. Every value takes at least one byte, so each loop over
-/// a count read from the bytes ends at the end of them, whatever the count says.
-struct Compact<'a> {
+/// A reader of compact-protocol Thrift. Every value but a boolean takes at least one byte, so
+/// each loop over a count read from the bytes ends at the end of them, whatever the count says.
+struct Thrift<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
-impl Compact<'_> {
+impl Thrift<'_> {
     fn schema_children(&mut self) -> Result<Option<TooManyChildren>, Malformed> {
+        // FileMetaData: 1 version (i32), 2 schema, 3 num_rows (i64), 4 row groups, 5 key-value
+        // list, 6 created_by, 7 column orders. parquet reads every schema it meets (a repeated
+        // field 2 too) up to the row groups, which it refuses before a schema; the walk stops
+        // there. The lists of fields 5 and 7 are skipped as their headers say.
+        let mut schema_seen = false;
         let mut last_id = 0;
-        while let Some((id, ty)) = self.field_header(&mut last_id)? {
-            if id != 2 || ty != LIST {
-                self.skip(ty, 0)?;
-                continue;
-            }
-            let (count, element_type) = self.collection_header()?;
-            if element_type != STRUCT {
-                return Err(Malformed);
-            }
-            for element in 0..count {
-                let declared = self.element_children()?;
-                let following = count - element - 1;
-                match declared {
-                    Some(n) if n < 0 || n as u64 > following => {
-                        return Ok(Some(TooManyChildren {
-                            element,
-                            declared: n,
-                            following,
-                        }))
+        while let Some((id, ty)) = self.field_begin(last_id)? {
+            last_id = id;
+            match id {
+                1 | 3 => self.vlq().map(drop)?,
+                2 => {
+                    if let Some(too_many) = self.schema_list()? {
+                        return Ok(Some(too_many));
                     }
-                    _ => {}
+                    schema_seen = true;
                 }
+                4 if schema_seen => return Ok(None),
+                4 => return Err(Malformed),
+                6 => self.binary()?,
+                _ => self.skip(ty, SKIP_DEPTH)?,
             }
-            return Ok(None);
         }
         Ok(None)
     }
 
-    /// Reads one `SchemaElement`, returning its `num_children`.
-    fn element_children(&mut self) -> Result<Option<i64>, Malformed> {
+    fn schema_list(&mut self) -> Result<Option<TooManyChildren>, Malformed> {
+        let (count, element_type) = self.list_begin()?;
+        if element_type != STRUCT || count as usize > self.bytes.len() - self.at {
+            return Err(Malformed);
+        }
+        let count = count as u64;
+        for element in 0..count {
+            let declared = self.schema_element()?;
+            let following = count - element - 1;
+            match declared {
+                Some(n) if n < 0 || n as u64 > following => {
+                    return Ok(Some(TooManyChildren {
+                        element,
+                        declared: n,
+                        following,
+                    }))
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads one `SchemaElement` (1 type, 2 type_length, 3 repetition, 4 name, 5 num_children,
+    /// 6 converted type, 7 scale, 8 precision, 9 field id, 10 logical type), returning its
+    /// `num_children`.
+    fn schema_element(&mut self) -> Result<Option<i64>, Malformed> {
         let mut children = None;
         let mut last_id = 0;
-        while let Some((id, ty)) = self.field_header(&mut last_id)? {
-            match (id, ty) {
-                // An i32 as parquet reads it: a longer varint is cut to its low 32 bits.
-                (5, I32) => children = Some(i64::from(self.zigzag()? as i32)),
-                _ => self.skip(ty, 1)?,
+        while let Some((id, ty)) = self.field_begin(last_id)? {
+            last_id = id;
+            match id {
+                5 => children = Some(i64::from(self.zigzag()? as i32)),
+                1..=3 | 6..=9 => self.vlq().map(drop)?,
+                4 => self.binary()?,
+                10 => self.skip(STRUCT, SKIP_DEPTH)?,
+                _ => self.skip(ty, SKIP_DEPTH)?,
             }
         }
         Ok(children)
@@ -108,46 +138,28 @@ impl Compact<'_> {
         Ok(b)
     }
 
-    fn varint(&mut self) -> Result<u64, Malformed> {
+    /// An unsigned varint, as long as it runs (its high bits shifted out, as parquet does).
+    fn vlq(&mut self) -> Result<u64, Malformed> {
         let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
+        let mut shift = 0u32;
+        loop {
             let b = self.byte()?;
-            value |= u64::from(b & 0x7f) << shift;
+            value |= u64::from(b & 0x7f).wrapping_shl(shift);
             if b & 0x80 == 0 {
                 return Ok(value);
             }
+            shift = shift.wrapping_add(7);
         }
-        Err(Malformed)
     }
 
     fn zigzag(&mut self) -> Result<i64, Malformed> {
-        let n = self.varint()?;
+        let n = self.vlq()?;
         Ok((n >> 1) as i64 ^ -((n & 1) as i64))
     }
 
-    /// A field's id and type, or `None` at the struct's end.
-    fn field_header(&mut self, last_id: &mut i64) -> Result<Option<(i64, u8)>, Malformed> {
-        let b = self.byte()?;
-        if b == 0 {
-            return Ok(None);
-        }
-        let delta = i64::from(b >> 4);
-        *last_id = if delta == 0 {
-            self.zigzag()?
-        } else {
-            *last_id + delta
-        };
-        Ok(Some((*last_id, b & 0x0f)))
-    }
-
-    /// A list's or set's element count and element type.
-    fn collection_header(&mut self) -> Result<(u64, u8), Malformed> {
-        let b = self.byte()?;
-        let count = match b >> 4 {
-            15 => self.varint()?,
-            short => u64::from(short),
-        };
-        Ok((count, b & 0x0f))
+    fn binary(&mut self) -> Result<(), Malformed> {
+        let len = self.vlq()?;
+        self.advance(len)
     }
 
     fn advance(&mut self, n: u64) -> Result<(), Malformed> {
@@ -159,50 +171,82 @@ impl Compact<'_> {
         Ok(())
     }
 
-    /// Skips a value of type `ty` (a field's: booleans are in its header).
-    fn skip(&mut self, ty: u8, depth: u32) -> Result<(), Malformed> {
-        match ty {
-            TRUE | FALSE => Ok(()),
-            _ => self.skip_value(ty, depth),
+    /// A field's id and type, or `None` at the struct's end.
+    fn field_begin(&mut self, last_id: i16) -> Result<Option<(i16, u8)>, Malformed> {
+        let b = self.byte()?;
+        let ty = b & 0x0f;
+        if ty == 0 {
+            return Ok(None);
         }
+        if ty > UUID {
+            return Err(Malformed);
+        }
+        let id = match b >> 4 {
+            0 => self.zigzag()? as i16,
+            delta => last_id.checked_add(i16::from(delta)).ok_or(Malformed)?,
+        };
+        Ok(Some((id, ty)))
     }
 
-    /// Skips a value of type `ty` where it takes bytes of its own (a collection's element).
-    fn skip_value(&mut self, ty: u8, depth: u32) -> Result<(), Malformed> {
-        if depth > MAX_DEPTH {
+    /// A list's or set's element count and element type.
+    fn list_begin(&mut self) -> Result<(i32, u8), Malformed> {
+        let b = self.byte()?;
+        if b == 0 {
+            return Ok((0, BYTE));
+        }
+        let ty = b & 0x0f;
+        if ty == 0 || ty > UUID {
+            return Err(Malformed);
+        }
+        let count = match b >> 4 {
+            15 => i32::try_from(self.vlq()?).map_err(|_| Malformed)?,
+            short => i32::from(short),
+        };
+        Ok((count, ty))
+    }
+
+    /// Skips a value of type `ty` as parquet 59 does (a boolean takes no byte, even as a
+    /// collection's element).
+    fn skip(&mut self, ty: u8, depth: u32) -> Result<(), Malformed> {
+        if depth == 0 {
             return Err(Malformed);
         }
         match ty {
-            TRUE | FALSE | BYTE => self.advance(1),
-            I16 | I32 | I64 => self.varint().map(drop),
+            TRUE | FALSE => Ok(()),
+            BYTE => self.advance(1),
+            I16 | I32 | I64 => self.vlq().map(drop),
             DOUBLE => self.advance(8),
-            BINARY => {
-                let len = self.varint()?;
-                self.advance(len)
-            }
+            BINARY => self.binary(),
+            UUID => self.advance(16),
             LIST | SET => {
-                let (count, element_type) = self.collection_header()?;
+                let (count, element_type) = self.list_begin()?;
+                if matches!(element_type, TRUE | FALSE) {
+                    return Ok(());
+                }
                 for _ in 0..count {
-                    self.skip_value(element_type, depth + 1)?;
+                    self.skip(element_type, depth - 1)?;
                 }
                 Ok(())
             }
             MAP => {
-                let count = self.varint()?;
-                if count == 0 {
+                let count = i32::try_from(self.vlq()?).map_err(|_| Malformed)?;
+                if count <= 0 {
                     return Ok(());
                 }
                 let types = self.byte()?;
+                let (key, value) = (types >> 4, types & 0x0f);
+                if [key, value].iter().any(|&t| t == 0 || t > UUID) {
+                    return Err(Malformed);
+                }
                 for _ in 0..count {
-                    self.skip_value(types >> 4, depth + 1)?;
-                    self.skip_value(types & 0x0f, depth + 1)?;
+                    self.skip(key, depth - 1)?;
+                    self.skip(value, depth - 1)?;
                 }
                 Ok(())
             }
             STRUCT => {
-                let mut last_id = 0;
-                while let Some((_, field_type)) = self.field_header(&mut last_id)? {
-                    self.skip(field_type, depth + 1)?;
+                while let Some((_, field_type)) = self.field_begin(0)? {
+                    self.skip(field_type, depth - 1)?;
                 }
                 Ok(())
             }
@@ -315,7 +359,7 @@ mod tests {
         let len = bytes.len();
         let metadata_len = u32::from_le_bytes(bytes[len - 8..len - 4].try_into().unwrap());
         let metadata = &bytes[len - 8 - metadata_len as usize..len - 8];
-        let mut walk = Compact {
+        let mut walk = Thrift {
             bytes: metadata,
             at: 0,
         };
