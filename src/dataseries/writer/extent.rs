@@ -110,9 +110,10 @@ impl Extent {
     }
 }
 
-/// Extents whose fixed parts are hashed at once, as lanes of one vectorised lookup2: a hash is
-/// a single chain of dependent steps, so one chain leaves most of a core idle.
-pub(super) const HASH_LANES: usize = 4;
+/// Extents whose fixed parts are hashed at once, as lanes of a vectorised lookup2: a hash is
+/// a single chain of dependent steps, so one chain leaves most of a core idle. Eight are two
+/// SSE2 registers of four, whose chains run side by side.
+pub(super) const HASH_LANES: usize = 8;
 
 /// An extent packed and compressed, waiting for the hash its header carries. The hash is left
 /// to [`seal`], which takes [`HASH_LANES`] extents at a time in file order: the jobs that
