@@ -671,6 +671,21 @@ pub fn lookup2_lanes<const N: usize>(inputs: [&[u8]; N], inits: [u32; N]) -> [u3
     })
 }
 
+/// `lookup2(input, init)` of each input, eight lanes at a time ([`lookup2_lanes`]); a group
+/// short of eight fills its empty lanes with its first input, no dearer than leaving them.
+pub fn lookup2_many(inputs: &[&[u8]], init: u32) -> Vec<u32> {
+    let mut hashes = Vec::with_capacity(inputs.len());
+    for group in inputs.chunks(8) {
+        if let [one] = group {
+            hashes.push(lookup2(one, init));
+            continue;
+        }
+        let lanes: [&[u8]; 8] = std::array::from_fn(|l| *group.get(l).unwrap_or(&group[0]));
+        hashes.extend_from_slice(&lookup2_lanes(lanes, [init; 8])[..group.len()]);
+    }
+    hashes
+}
+
 /// lookup2's blocks in SSE2 (every x86_64 CPU has it) for eight lanes, four to a register.
 ///
 /// The portable loop leaves the words to the compiler, which gathers each lane's word into a

@@ -3,6 +3,7 @@
 //!
 #![doc = include_str!("../../docs/dataseries.md")]
 
+mod buffers;
 pub mod codec;
 pub mod file;
 pub mod mapping;

@@ -1,6 +1,7 @@
 //! DataSeries → Arrow: `ReaderBuilder` → `Reader`, one extent type at a time, extents decoded in
 //! parallel and yielded in file order.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{mpsc, Arc};
@@ -9,7 +10,8 @@ use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use rayon::prelude::*;
 
-use super::file::{decode_raw, Checks, DsFile, ExtentHeader, OpenOptions};
+use super::buffers::SpareBuffers;
+use super::file::{decode_raw_group, Checks, DsFile, ExtentHeader, OpenOptions, RawExtent};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
 use crate::error::{Error, ErrorClass, Result};
@@ -182,6 +184,8 @@ impl ReaderBuilder {
                 decoder: Arc::new(decoder),
                 batch_size: Some(self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE)),
                 checks: self.checks,
+                // Two parts an extent, for the groups in flight.
+                spare: SpareBuffers::new(2 * MAX_GROUP * Reader::window()),
             }),
             extents: extents.into(),
             in_flight: VecDeque::new(),
@@ -255,22 +259,43 @@ struct ExtentJob {
     decoder: Arc<Decoder>,
     batch_size: Option<usize>,
     checks: Checks,
+    /// Buffers of decoded extents' parts, for later extents to decompress into.
+    spare: SpareBuffers,
 }
 
 type Decoded = Result<Vec<RecordBatch>>;
 
 impl ExtentJob {
-    fn decode(&self, h: &ExtentHeader) -> Decoded {
-        let raw = decode_raw(
+    /// Decodes a group of extents, their fixed parts hashed together, and hands each
+    /// extent's result to `done` as soon as it has it (a consumer frees a result it is through
+    /// with while the rest of the group decodes: the allocator had returned the memory of
+    /// whole groups to the kernel, and the next group page-faulted it in again).
+    fn decode(&self, hs: &[ExtentHeader], mut done: impl FnMut(Decoded)) {
+        let raws = decode_raw_group(
             self.file.bytes(),
             self.file.order,
-            h,
+            hs,
             &self.decoder.t,
             self.checks,
-        )?;
+            &self.spare,
+        );
+        for (h, raw) in hs.iter().zip(raws) {
+            done(raw.and_then(|raw| {
+                let batches = self.batches(h, &raw);
+                for part in [raw.fixed, raw.var] {
+                    if let Cow::Owned(buffer) = part {
+                        self.spare.give(buffer);
+                    }
+                }
+                batches
+            }));
+        }
+    }
+
+    fn batches(&self, h: &ExtentHeader, raw: &RawExtent) -> Decoded {
         let cols = self
             .decoder
-            .decode(&raw)
+            .decode(raw)
             .map_err(|e| e.at_offset(h.offset))?;
         let options = RecordBatchOptions::new().with_row_count(Some(raw.rows));
         let batch = RecordBatch::try_new_with_options(self.decoder.schema.clone(), cols, &options)?;
@@ -285,15 +310,26 @@ impl ExtentJob {
     }
 }
 
+/// The most extents a job decodes: the lanes of one vectorised lookup2 of their fixed parts.
+const MAX_GROUP: usize = 8;
+
+/// The most bytes (fixed and variable parts unpacked) a group of more than one extent holds:
+/// eight of the usual 1 MiB extents, fewer of larger ones, so that memory stays bounded.
+const GROUP_BYTES: usize = 8 << 20;
+
 /// Record batches of one extent type, in file order.
 ///
-/// Extents decode on the rayon pool while earlier ones are consumed: at most two per thread
-/// are in flight (decoded or decoding), so memory stays bounded by a few extents.
+/// Extents decode on the rayon pool while earlier ones are consumed, in groups of up to
+/// eight whose fixed parts are hashed together (the hash of one extent alone, a chain of
+/// dependent steps, had been a third of a read): at most one group per thread is in flight
+/// (decoded or decoding), so memory stays bounded by a few groups of extents. Groups shrink
+/// towards the end of the extents, so that the threads finish together.
 pub struct Reader {
     job: Arc<ExtentJob>,
     extents: VecDeque<ExtentHeader>,
-    /// Extents handed to the pool, in file order, with where their result arrives.
-    in_flight: VecDeque<(ExtentHeader, mpsc::Receiver<Decoded>)>,
+    /// Groups of extents handed to the pool, in file order, each with the extents whose
+    /// results are still to come and where they arrive, in order.
+    in_flight: VecDeque<(VecDeque<ExtentHeader>, mpsc::Receiver<Decoded>)>,
     pending: VecDeque<RecordBatch>,
     remaining: usize,
     salvage: Salvage,
@@ -319,23 +355,45 @@ impl Reader {
         &self.salvage.report
     }
 
+    /// Groups in flight at once: one a thread, and one queued for the first thread done.
     fn window() -> usize {
-        (rayon::current_num_threads() * 2).max(2)
+        rayon::current_num_threads().max(1) + 1
     }
 
-    /// Keeps the window of extents decoding in the background full.
+    /// The next group of extents: as many as leave every thread two groups' worth of the
+    /// rest, at most [`MAX_GROUP`] and [`GROUP_BYTES`] unpacked (at least one).
+    fn next_group(&mut self) -> Vec<ExtentHeader> {
+        let most =
+            (self.extents.len() / (2 * rayon::current_num_threads().max(1))).clamp(1, MAX_GROUP);
+        let record_size = self.job.decoder.t.record_size;
+        let mut bytes = 0usize;
+        let size = self
+            .extents
+            .iter()
+            .take(most)
+            .take_while(|h| {
+                bytes = bytes.saturating_add(h.rows.saturating_mul(record_size) + h.vs);
+                bytes <= GROUP_BYTES
+            })
+            .count()
+            .max(1)
+            .min(self.extents.len());
+        self.extents.drain(..size).collect()
+    }
+
+    /// Keeps the window of groups decoding in the background full.
     fn launch(&mut self) {
-        while self.in_flight.len() < Self::window() {
-            let Some(h) = self.extents.pop_front() else {
-                break;
-            };
-            let (tx, rx) = mpsc::sync_channel(1);
-            let (job, header) = (self.job.clone(), h.clone());
+        while self.in_flight.len() < Self::window() && !self.extents.is_empty() {
+            let group = self.next_group();
+            let (tx, rx) = mpsc::sync_channel(group.len());
+            let (job, headers) = (self.job.clone(), group.clone());
             rayon::spawn(move || {
-                // A receiver gone means the reader was dropped: nobody wants the result.
-                let _ = tx.send(job.decode(&header));
+                // A receiver gone means the reader was dropped: nobody wants the results.
+                job.decode(&headers, |r| {
+                    let _ = tx.send(r);
+                });
             });
-            self.in_flight.push_back((h, rx));
+            self.in_flight.push_back((group.into(), rx));
         }
     }
 
@@ -364,24 +422,40 @@ impl Reader {
         if rayon::current_thread_index().is_some() && self.in_flight.is_empty() {
             // Called from a pool thread: waiting there for tasks queued on the same pool could
             // deadlock, so decode a window in place (rayon's join lets this thread help).
-            let take: Vec<ExtentHeader> = (0..Self::window())
-                .map_while(|_| self.extents.pop_front())
+            let groups: Vec<Vec<ExtentHeader>> = (0..Self::window())
+                .map(|_| self.next_group())
+                .filter(|g| !g.is_empty())
                 .collect();
             let job = self.job.clone();
-            let results: Vec<Decoded> = take.par_iter().map(|h| job.decode(h)).collect();
-            for (h, r) in take.iter().zip(results) {
-                self.take(h, r)?;
+            let results: Vec<Vec<Decoded>> = groups
+                .par_iter()
+                .map(|g| {
+                    let mut results = Vec::with_capacity(g.len());
+                    job.decode(g, |r| results.push(r));
+                    results
+                })
+                .collect();
+            for (group, results) in groups.iter().zip(results) {
+                for (h, r) in group.iter().zip(results) {
+                    self.take(h, r)?;
+                }
             }
             return Ok(());
         }
         self.launch();
-        if let Some((h, rx)) = self.in_flight.pop_front() {
-            let r = wait(&rx).unwrap_or_else(|| {
+        if let Some((group, rx)) = self.in_flight.front_mut() {
+            let h = group
+                .pop_front()
+                .expect("a group in flight has extents to come");
+            let r = wait(rx).unwrap_or_else(|| {
                 Err(Error::new(
                     ErrorClass::BadValue,
                     format!("decoding the extent at offset {} stopped", h.offset),
                 ))
             });
+            if group.is_empty() {
+                self.in_flight.pop_front();
+            }
             self.take(&h, r)?;
             self.launch();
         }

@@ -19,12 +19,11 @@ use arrow_array::types::Int32Type;
 use arrow_array::{Array, BinaryArray, DictionaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use self::extent::{
-    compress, encode, header_bytes, seal, Compressed, Extent, SpareBuffers, HASH_LANES,
-};
+use self::extent::{compress, encode, header_bytes, seal, Compressed, Extent, HASH_LANES};
 pub use self::options::{DsWriteOptions, WriterOptions};
 use self::schema::{canonical, check_writable, resolve_type};
 use self::variable::VarSlice;
+use super::buffers::SpareBuffers;
 use super::codec::{self, Mode};
 use super::file::HEADER_LEN;
 use super::types::{ExtentType, Kind, INDEX_NAME};

@@ -2,8 +2,8 @@
 //! enabled codecs, behind a header carrying both checksums; and the file header.
 
 use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
 
+use super::super::buffers::SpareBuffers;
 use super::super::codec::{self, Mode};
 use arrow_array::RecordBatch;
 
@@ -16,46 +16,6 @@ use crate::error::{Error, ErrorClass, Result};
 
 /// Zeros that pad a part to a multiple of 4 bytes.
 const PAD: [u8; 3] = [0; 3];
-
-/// Buffers of extents already written, for the next ones to pack and compress into. Each
-/// extent needs a few buffers of about its size; fresh ones cost a page fault per 4 KiB
-/// (the allocator returns freed megabytes to the kernel), about 6 % of an lz4 encode's CPU.
-#[derive(Clone)]
-pub(super) struct SpareBuffers {
-    kept: Arc<Mutex<Vec<Vec<u8>>>>,
-    most: usize,
-}
-
-impl SpareBuffers {
-    /// Keeps at most `most` buffers: enough for the extents under way, so that the memory
-    /// held stays within what those extents take anyway.
-    pub(super) fn new(most: usize) -> SpareBuffers {
-        SpareBuffers {
-            kept: Arc::default(),
-            most,
-        }
-    }
-
-    /// An empty buffer, one of the kept ones when there is one.
-    pub(super) fn take(&self) -> Vec<u8> {
-        let spare = self.kept.lock().map(|mut kept| kept.pop());
-        let mut buffer = spare.ok().flatten().unwrap_or_default();
-        buffer.clear();
-        buffer
-    }
-
-    pub(super) fn give(&self, buffer: Vec<u8>) {
-        // Small ones cost no page faults worth saving, and would come back for a large part.
-        if buffer.capacity() < 64 << 10 {
-            return;
-        }
-        if let Ok(mut kept) = self.kept.lock() {
-            if kept.len() < self.most {
-                kept.push(buffer);
-            }
-        }
-    }
-}
 
 /// One extent ready to be written: its header, then its fixed and variable parts, each padded
 /// to a multiple of 4 bytes as it is written. The parts keep the buffers packing or compression
@@ -110,9 +70,8 @@ impl Extent {
     }
 }
 
-/// Extents whose fixed parts are hashed at once, as lanes of a vectorised lookup2: a hash is
-/// a single chain of dependent steps, so one chain leaves most of a core idle. Eight are two
-/// SSE2 registers of four, whose chains run side by side.
+/// Extents whose fixed parts are hashed at once, the lanes of [`codec::lookup2_many`]: a hash
+/// is a single chain of dependent steps, so one chain leaves most of a core idle.
 pub(super) const HASH_LANES: usize = 8;
 
 /// An extent packed and compressed, waiting for the hash its header carries. The hash is left
@@ -247,7 +206,7 @@ pub(super) fn encode(
     )
 }
 
-/// Hashes the extents' fixed parts [`HASH_LANES`] at a time and assembles each extent as
+/// Hashes the extents' fixed parts together and assembles each extent as
 /// stored (§3, §12): its header with both checksums, then its parts.
 pub(super) fn seal(
     t: &ExtentType,
@@ -255,14 +214,8 @@ pub(super) fn seal(
     order: ByteOrder,
     spare: &SpareBuffers,
 ) -> Result<Vec<Extent>> {
-    let mut fixed_hashes = Vec::with_capacity(extents.len());
-    for group in extents.chunks(HASH_LANES) {
-        // A short group fills its empty lanes with its first extent: no dearer than leaving them.
-        let lanes: [&[u8]; HASH_LANES] =
-            std::array::from_fn(|l| group.get(l).unwrap_or(&group[0]).plain_fixed());
-        let hashes = codec::lookup2_lanes(lanes, [FIXED_HASH_INIT; HASH_LANES]);
-        fixed_hashes.extend_from_slice(&hashes[..group.len()]);
-    }
+    let fixed: Vec<&[u8]> = extents.iter().map(Compressed::plain_fixed).collect();
+    let fixed_hashes = codec::lookup2_many(&fixed, FIXED_HASH_INIT);
     extents
         .into_iter()
         .zip(fixed_hashes)

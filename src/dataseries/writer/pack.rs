@@ -12,9 +12,9 @@ use arrow_array::types::UInt8Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::BooleanBuffer;
 
+use super::super::buffers::SpareBuffers;
 use super::super::file::ByteOrder;
 use super::super::types::{ExtentType, Kind};
-use super::extent::SpareBuffers;
 use super::numbers::pack_numbers;
 use super::variable::pack_variable;
 use crate::error::{Error, ErrorClass, Result};
