@@ -321,9 +321,9 @@ const GROUP_BYTES: usize = 8 << 20;
 ///
 /// Extents decode on the rayon pool while earlier ones are consumed, in groups of up to
 /// eight whose fixed parts are hashed together (the hash of one extent alone, a chain of
-/// dependent steps, had been a third of a read): at most one group per thread is in flight
-/// (decoded or decoding), so memory stays bounded by a few groups of extents. Groups shrink
-/// towards the end of the extents, so that the threads finish together.
+/// dependent steps, had been a third of a read): one group per thread and one more are in
+/// flight (decoded or decoding), so memory stays bounded by a few groups of extents. Groups
+/// shrink towards the end of the extents, so that the threads finish together.
 pub struct Reader {
     job: Arc<ExtentJob>,
     extents: VecDeque<ExtentHeader>,
@@ -444,9 +444,10 @@ impl Reader {
         }
         self.launch();
         if let Some((group, rx)) = self.in_flight.front_mut() {
-            let h = group
-                .pop_front()
-                .expect("a group in flight has extents to come");
+            let Some(h) = group.pop_front() else {
+                self.in_flight.pop_front();
+                return Ok(());
+            };
             let r = wait(rx).unwrap_or_else(|| {
                 Err(Error::new(
                     ErrorClass::BadValue,
