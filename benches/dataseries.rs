@@ -180,24 +180,20 @@ fn bench(c: &mut Criterion) {
         // deleted before the clock starts. Renaming over it would free its 120 MB of page cache
         // inside the timed rename, a cost of the file system's and not of the encoder's.
         let out = dir.path().join("out.ds");
-        g.bench_function(format!("encode/{}", mode.name()), |b| {
-            b.iter_batched(
-                || {
-                    let _ = std::fs::remove_file(&out);
-                },
-                |()| write(&out, &batches, mode),
-                BatchSize::PerIteration,
-            )
-        });
-        g.bench_function(format!("encode-dictionary/{}", mode.name()), |b| {
-            b.iter_batched(
-                || {
-                    let _ = std::fs::remove_file(&out);
-                },
-                |()| write(&out, &dictionary_batches, mode),
-                BatchSize::PerIteration,
-            )
-        });
+        for (name, input) in [
+            ("encode", &batches),
+            ("encode-dictionary", &dictionary_batches),
+        ] {
+            g.bench_function(format!("{name}/{}", mode.name()), |b| {
+                b.iter_batched(
+                    || {
+                        let _ = std::fs::remove_file(&out);
+                    },
+                    |()| write(&out, input, mode),
+                    BatchSize::PerIteration,
+                )
+            });
+        }
     }
     g.finish();
 }

@@ -671,17 +671,22 @@ pub fn lookup2_lanes<const N: usize>(inputs: [&[u8]; N], inits: [u32; N]) -> [u3
     })
 }
 
-/// `lookup2(input, init)` of each input, eight lanes at a time ([`lookup2_lanes`]); a group
-/// short of eight fills its empty lanes with its first input, no dearer than leaving them.
+/// How many inputs [`lookup2_many`] hashes at once: the lanes of its SSE2 kernel. Callers
+/// that gather inputs for it (extents to seal or to verify) gather this many.
+pub const LOOKUP2_LANES: usize = 8;
+
+/// `lookup2(input, init)` of each input, [`LOOKUP2_LANES`] at a time ([`lookup2_lanes`]); a
+/// short group fills its empty lanes with its first input, no dearer than leaving them.
 pub fn lookup2_many(inputs: &[&[u8]], init: u32) -> Vec<u32> {
     let mut hashes = Vec::with_capacity(inputs.len());
-    for group in inputs.chunks(8) {
+    for group in inputs.chunks(LOOKUP2_LANES) {
         if let [one] = group {
             hashes.push(lookup2(one, init));
             continue;
         }
-        let lanes: [&[u8]; 8] = std::array::from_fn(|l| *group.get(l).unwrap_or(&group[0]));
-        hashes.extend_from_slice(&lookup2_lanes(lanes, [init; 8])[..group.len()]);
+        let lanes: [&[u8]; LOOKUP2_LANES] =
+            std::array::from_fn(|l| *group.get(l).unwrap_or(&group[0]));
+        hashes.extend_from_slice(&lookup2_lanes(lanes, [init; LOOKUP2_LANES])[..group.len()]);
     }
     hashes
 }

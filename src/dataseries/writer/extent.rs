@@ -72,7 +72,7 @@ impl Extent {
 
 /// Extents whose fixed parts are hashed at once, the lanes of [`codec::lookup2_many`]: a hash
 /// is a single chain of dependent steps, so one chain leaves most of a core idle.
-pub(super) const HASH_LANES: usize = 8;
+pub(super) const HASH_LANES: usize = codec::LOOKUP2_LANES;
 
 /// An extent packed and compressed, waiting for the hash its header carries. The hash is left
 /// to [`seal`], which takes [`HASH_LANES`] extents at a time in file order: the jobs that

@@ -122,21 +122,29 @@ impl<'a> VarSlice<'a> {
     pub(super) fn add_entry_bytes(&self, from: usize, out: &mut [usize]) {
         let entry = |len: usize| if len == 0 { 0 } else { 4 + roundup_var(len) };
         let value_len = |i: usize| (self.offsets[i + 1] - self.offsets[i]) as usize;
-        match (self.keys, &self.valid) {
-            (None, None) => {
-                let lens = self.offsets[from..=from + out.len()]
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]) as usize);
-                out.iter_mut()
+        let Some(keys) = self.keys else {
+            let lens = self.offsets[from..=from + out.len()]
+                .windows(2)
+                .map(|w| (w[1] - w[0]) as usize);
+            match &self.valid {
+                None => out
+                    .iter_mut()
                     .zip(lens)
-                    .for_each(|(o, len)| *o += entry(len));
-            }
-            (keys, _) => {
-                for (r, o) in (from..).zip(out.iter_mut()) {
-                    if self.is_valid(r) {
-                        *o += entry(value_len(keys.map_or(r, |k| k[r] as usize)));
+                    .for_each(|(o, len)| *o += entry(len)),
+                Some(valid) => {
+                    let valid = valid.slice(from, out.len());
+                    for ((o, len), valid) in out.iter_mut().zip(lens).zip(&valid) {
+                        if valid {
+                            *o += entry(len);
+                        }
                     }
                 }
+            }
+            return;
+        };
+        for (r, o) in (from..).zip(out.iter_mut()) {
+            if self.is_valid(r) {
+                *o += entry(value_len(keys[r] as usize));
             }
         }
     }
