@@ -6,6 +6,7 @@ use std::path::Path;
 use arrow_array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 
+use crate::atomic::{self, Existing, Replaceable};
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::options::{ReadOptions, WriteOptions};
@@ -140,6 +141,9 @@ pub fn create(
              stream; give a file name"
         )));
     }
+    if !is_stdin(path) {
+        check_output(path, format, options.overwrite)?;
+    }
     match format {
         Format::Jay => {
             let jay_options = jay::WriterOptions::default()
@@ -161,7 +165,7 @@ pub fn create(
         Format::Filo => {
             let mut filo_options = filo::WriterOptions::default()
                 .with_hint(options.filo_hint.unwrap_or_default())
-                .with_overwrite(true)
+                .with_overwrite(options.overwrite)
                 .with_durable(options.durable);
             if let Some(rows) = options.filo_chunk_size {
                 filo_options = filo_options.with_chunk_size(rows);
@@ -190,6 +194,9 @@ pub fn create(
         }
         Format::Bcolz => {
             let mut bcolz_options = options.bcolz.clone();
+            if options.overwrite {
+                bcolz_options = bcolz_options.with_overwrite(true);
+            }
             if !options.durable {
                 bcolz_options = bcolz_options.with_durable(false);
             }
@@ -203,6 +210,21 @@ pub fn create(
             )?))
         }
         other => ecosystem::create(path, other, schema, options),
+    }
+}
+
+/// The rule for an existing output, the same for every format: replaced only with
+/// `overwrite`, and only if it is an output of the format; a device or FIFO is written into by
+/// the formats that stream and refused by the others.
+fn check_output(path: &Path, format: Format, overwrite: bool) -> Result<()> {
+    let replaceable = match format {
+        Format::Bcolz => Replaceable::Dataset(bcolz::DATASET),
+        Format::Filo => Replaceable::Dataset(filo::DATASET),
+        _ => Replaceable::File,
+    };
+    match atomic::check_target(path, replaceable, overwrite)? {
+        Existing::Stream if !format.streams() => Err(atomic::refuse_stream(path, format.name())),
+        _ => Ok(()),
     }
 }
 

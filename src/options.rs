@@ -72,6 +72,13 @@ pub struct WriteOptions {
     pub compression: Option<String>,
     /// Rows per Parquet row group.
     pub row_group_size: Option<usize>,
+    /// Whether an existing output may be replaced (default `false`: an existing output is an
+    /// error). Only an output of the format is ever replaced: a file for a single-file format,
+    /// a dataset of the format for bcolz and Filo sets; anything else at the path is refused
+    /// untouched (see [`check_target`](crate::atomic::check_target)). A character device,
+    /// FIFO or socket is no output to replace: arrows, csv and ndjson are written into it,
+    /// with or without this; the other formats refuse it.
+    pub overwrite: bool,
     /// Whether a new file or directory is flushed to disk (fsync) before it is renamed into
     /// place (default `true`). Without, the rename still makes the output appear whole, but a
     /// crash or power loss soon after may lose it: for scratch outputs, and for comparisons
@@ -88,7 +95,8 @@ pub struct WriteOptions {
     pub filo_type: Option<filo::FiloType>,
     /// VS writer options (`compression` above is parsed as none|gzip|snappy for VS).
     pub vs: vs::VsWriteOptions,
-    /// bcolz: layout, chunklen, cparams, null policy, string widths, overwrite.
+    /// bcolz: layout, chunklen, cparams, null policy, string widths (its own overwrite
+    /// setting is also set by `overwrite` above).
     pub bcolz: bcolz::WriterOptions,
     /// DataSeries: level, extent size, extent type XML and type name (`compression` above
     /// chooses the codecs).
@@ -101,6 +109,7 @@ impl Default for WriteOptions {
             format: None,
             compression: None,
             row_group_size: None,
+            overwrite: false,
             durable: true,
             sentinel_collisions: CollisionPolicy::default(),
             filo_chunk_size: None,

@@ -79,6 +79,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         format: Some(to),
         compression: args.compression.clone(),
         row_group_size: args.row_group_size,
+        overwrite: args.overwrite,
         durable: !args.no_sync,
         sentinel_collisions: if args.sentinel_collisions_as_na {
             CollisionPolicy::AsNull
@@ -199,7 +200,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
 }
 
 fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
-    let mut options = bcolz::WriterOptions::default().with_overwrite(args.overwrite);
+    let mut options = bcolz::WriterOptions::default();
     if args.bcolz_nulls_as_nan {
         options = options.with_null_policy(NullPolicy::Sentinel);
     }
@@ -269,7 +270,6 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
             (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
             (args.bcolz_carray, "--bcolz-carray"),
             (args.bcolz_no_sync, "--bcolz-no-sync"),
-            (args.overwrite, "--overwrite"),
         ] {
             if set {
                 return refuse(option, "bcolz");

@@ -71,7 +71,8 @@ enum Command {
 struct ConvertArgs {
     /// The file (or directory) to read
     input: PathBuf,
-    /// The file to write; replaced only when the conversion succeeds. `-` is standard output,
+    /// The file (a directory for bcolz and filo) to write; it appears only when the conversion
+    /// succeeds, and an existing one is replaced only with --overwrite. `-` is standard output,
     /// for the formats that stream (arrows, the default there; csv; ndjson)
     output: PathBuf,
     /// Input format [default: from the content, then the extension]
@@ -160,8 +161,11 @@ struct ConvertArgs {
     /// incomplete (--append always flushes before it commits)
     #[arg(long, help_heading = "Format options", conflicts_with = "append")]
     bcolz_no_sync: bool,
-    /// bcolz output: replace an existing directory
-    #[arg(long, help_heading = "Format options")]
+    /// Replace an existing OUTPUT, which must be an output of the --to format: a file for the
+    /// single-file formats, a dataset of the format for bcolz and filo (anything else is
+    /// refused, untouched). Without it an existing OUTPUT is an error. A device or FIFO
+    /// (/dev/null, a named pipe) is written into by arrows, csv and ndjson, refused by the rest
+    #[arg(long)]
     overwrite: bool,
     /// vs and bcolz output: append the rows to the existing OUTPUT instead of replacing it
     /// (vs: crash-safe, under its lock; bcolz: carray/ctable, columns matched by name)

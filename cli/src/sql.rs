@@ -41,10 +41,13 @@ pub(crate) struct SqlArgs {
     /// Read the statements from FILE
     #[arg(short = 'f', long, value_name = "FILE")]
     pub(crate) file: Option<PathBuf>,
-    /// Write the last statement's result to OUTPUT (replaced only when the query succeeds); `-`
+    /// Write the last statement's result to OUTPUT (it appears only when the query succeeds); `-`
     /// is standard output, as an Arrow IPC stream unless --to names csv or ndjson
     #[arg(short = 'o', long, value_name = "OUTPUT")]
     output: Option<PathBuf>,
+    /// Replace an existing OUTPUT (only an output of the --to format; see convert --help)
+    #[arg(long, requires = "output")]
+    overwrite: bool,
     /// OUTPUT's format [default: from its extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format, requires = "output")]
     to: Option<Format>,
@@ -153,7 +156,9 @@ async fn finish(frame: DataFrame, args: &SqlArgs) -> arrowsmith::Result<()> {
             None => batch,
         });
         let stream = Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), checked));
-        let sink = ArrowsmithSink::new(format, Arc::default(), output, schema);
+        let mut options = arrowsmith_datafusion::ArrowsmithOptions::default();
+        options.write.overwrite = args.overwrite;
+        let sink = ArrowsmithSink::new(format, Arc::new(options), output, schema);
         let summary = sink
             .write_stream(stream)
             .await

@@ -711,7 +711,14 @@ fn a_failed_conversion_leaves_no_output_and_an_existing_one_untouched() {
 
             let existing = dir.path().join(format!("existing.{to}"));
             std::fs::write(&existing, b"precious").unwrap();
-            let out = arrowsmith(&["convert", p(input), p(&existing), "--batch-size", "100"]);
+            let out = arrowsmith(&[
+                "convert",
+                p(input),
+                p(&existing),
+                "--batch-size",
+                "100",
+                "--overwrite",
+            ]);
             assert_fails(&out, 1, p(input));
             assert_eq!(std::fs::read(&existing).unwrap(), b"precious");
         }
@@ -731,6 +738,211 @@ fn a_failed_conversion_leaves_no_output_and_an_existing_one_untouched() {
         "2000",
     ]));
     assert_eq!(read_one(&output, Format::Parquet).num_rows(), 2000);
+}
+
+/// Ids and values without nulls, which every output format holds (bcolz refuses nulls).
+fn dense_batch(rows: usize) -> RecordBatch {
+    let ids: Vec<i64> = (0..rows as i64).collect();
+    let x: Vec<f64> = (0..rows).map(|i| i as f64 * 0.5).collect();
+    RecordBatch::try_from_iter([
+        ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+        ("x", Arc::new(Float64Array::from(x)) as ArrayRef),
+    ])
+    .unwrap()
+}
+
+#[test]
+fn an_existing_output_is_replaced_only_with_overwrite_and_only_if_it_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    write(&input, Format::Arrow, &dense_batch(20), 20);
+    for to in FORMATS {
+        let output = dir.path().join(format!("out.{to}"));
+        assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(&output)]));
+        std::fs::write(&output, b"precious").unwrap();
+        let out = arrowsmith(&["convert", p(&input), p(&output)]);
+        assert_fails(&out, 2, "already exists; ask for overwrite (--overwrite)");
+        assert_eq!(std::fs::read(&output).unwrap(), b"precious", "{to}");
+        assert_ok_quietly(&arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&output),
+            "--overwrite",
+        ]));
+        assert_eq!(read_one(&output, format(to)).num_rows(), 20, "{to}");
+
+        // A directory is not a file of any single-file format: refused, with or without.
+        let folder = dir.path().join(format!("folder.{to}"));
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(folder.join("mine.txt"), b"mine").unwrap();
+        for overwrite in [true, false] {
+            let mut args = vec!["convert", p(&input), p(&folder)];
+            args.extend(overwrite.then_some("--overwrite"));
+            let out = arrowsmith(&args);
+            assert_fails(&out, 1, "exists and is a directory, not a file");
+        }
+        assert_eq!(std::fs::read(folder.join("mine.txt")).unwrap(), b"mine");
+    }
+    let mut left = vec!["in.arrow".to_owned()];
+    for to in FORMATS {
+        left.extend([format!("out.{to}"), format!("folder.{to}")]);
+    }
+    assert_only(
+        dir.path(),
+        &left.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(p(path)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_fifo())
+}
+
+#[test]
+fn a_fifo_or_device_output_is_written_into_by_streaming_formats_and_refused_by_the_rest() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    write(&input, Format::Arrow, &dense_batch(20), 20);
+    let fifo = dir.path().join("pipe");
+    mkfifo(&fifo);
+    for to in ["csv", "ndjson", "arrows"] {
+        // The reading end is open before the writer starts (without waiting for one), and the
+        // output is smaller than the pipe's buffer, so the writer never blocks.
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(&fifo), "--to", to]));
+        let mut bytes = Vec::new();
+        let _ = reader.read_to_end(&mut bytes);
+        assert!(is_fifo(&fifo), "{to}: the FIFO was replaced");
+        let copy = dir.path().join(format!("copy.{to}"));
+        std::fs::write(&copy, &bytes).unwrap();
+        assert_eq!(read_one(&copy, format(to)).num_rows(), 20, "{to}");
+        std::fs::remove_file(&copy).unwrap();
+    }
+    for to in ["parquet", "arrow", "jay", "vs", "filo", "bcolz"] {
+        let out = arrowsmith(&["convert", p(&input), p(&fifo), "--to", to, "--overwrite"]);
+        assert_fails(&out, 1, "the output is a FIFO");
+        assert!(is_fifo(&fifo), "{to}: the FIFO was replaced");
+    }
+    assert_only(dir.path(), &["in.arrow", "pipe"]);
+    // A character device likewise: /dev/null takes the streams, and is never renamed over.
+    let null = Path::new("/dev/null");
+    assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(null), "--to", "csv"]));
+    let out = arrowsmith(&["convert", p(&input), p(null), "--to", "parquet"]);
+    assert_fails(&out, 1, "the output is a character device");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(null.metadata().unwrap().file_type().is_char_device());
+}
+
+/// Runs the binary with the test hook that kills it (SIGKILL) at `step` of its commit, and
+/// checks that it died there.
+#[track_caller]
+fn convert_killed_at(step: &str, args: &[&str]) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .arg("convert")
+        .args(args)
+        .env("ARROWSMITH_CRASH_AT", step)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "not killed at {step}: {:?}, stderr: {}",
+        out.status,
+        stderr(&out)
+    );
+}
+
+/// The hidden temporaries beside `target` that its writers left.
+fn temporaries(target: &Path) -> usize {
+    let prefix = format!(".{}.", target.file_name().unwrap().to_str().unwrap());
+    std::fs::read_dir(target.parent().unwrap())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_str().unwrap().starts_with(&prefix)
+        })
+        .count()
+}
+
+#[test]
+fn a_dataset_replaced_under_kill_9_is_the_old_or_the_whole_new_one_at_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.arrow");
+    let new = dir.path().join("new.arrow");
+    write(&old, Format::Arrow, &dense_batch(30), 30);
+    write(&new, Format::Arrow, &dense_batch(50), 50);
+    for to in ["bcolz", "filo"] {
+        let target = dir.path().join(format!("t.{to}"));
+        assert_ok_quietly(&arrowsmith(&["convert", p(&old), p(&target)]));
+        // Killed before the swap: the old dataset; after it, before the old one is removed:
+        // the new one. A temporary is left beside it either way.
+        for (step, rows) in [("dir-synced", 30), ("dir-exchanged", 50)] {
+            convert_killed_at(step, &["--overwrite", p(&new), p(&target)]);
+            assert_eq!(
+                read_one(&target, format(to)).num_rows(),
+                rows,
+                "{to} {step}"
+            );
+            assert_eq!(temporaries(&target), 1, "{to} {step}");
+        }
+        // The next write removes what the killed writers left.
+        assert_ok_quietly(&arrowsmith(&[
+            "convert",
+            "--overwrite",
+            p(&old),
+            p(&target),
+        ]));
+        assert_eq!(read_one(&target, format(to)).num_rows(), 30, "{to}");
+        assert_eq!(temporaries(&target), 0, "{to}");
+        // A new dataset killed before it is in place leaves no dataset.
+        let fresh = dir.path().join(format!("fresh.{to}"));
+        convert_killed_at("dir-synced", &[p(&new), p(&fresh)]);
+        assert!(!fresh.exists());
+        assert_eq!(temporaries(&fresh), 1, "{to}");
+        assert_ok_quietly(&arrowsmith(&["convert", p(&new), p(&fresh)]));
+        assert_eq!(temporaries(&fresh), 0, "{to}");
+    }
+    assert_only(
+        dir.path(),
+        &[
+            "old.arrow",
+            "new.arrow",
+            "t.bcolz",
+            "t.filo",
+            "fresh.bcolz",
+            "fresh.filo",
+        ],
+    );
+}
+
+#[test]
+fn the_temporary_of_a_killed_conversion_is_removed_by_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    write(&input, Format::Arrow, &dense_batch(20), 20);
+    for to in ["parquet", "csv", "jay", "vs"] {
+        let output = dir.path().join(format!("out.{to}"));
+        convert_killed_at("file-synced", &[p(&input), p(&output), "--to", to]);
+        assert!(!output.exists(), "{to}");
+        assert_eq!(temporaries(&output), 1, "{to}");
+        assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(&output), "--to", to]));
+        assert_eq!(temporaries(&output), 0, "{to}");
+    }
 }
 
 #[test]

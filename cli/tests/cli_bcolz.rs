@@ -207,6 +207,38 @@ fn convert_both_ways_and_append() {
 }
 
 #[test]
+fn overwrite_replaces_a_bcolz_dataset_and_never_another_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = fixture("ctable_zipline_like");
+    let folder = tmp.path().join("work");
+    std::fs::create_dir_all(folder.join("meta")).unwrap();
+    std::fs::write(folder.join("meta/notes.txt"), b"mine").unwrap();
+    for overwrite in [true, false] {
+        let mut args = vec!["convert", p(&input), p(&folder), "--to", "bcolz"];
+        args.extend(overwrite.then_some("--overwrite"));
+        let out = arrowsmith(&args);
+        assert_fails(&out, 1, "exists and is not a bcolz dataset");
+    }
+    assert_eq!(
+        std::fs::read(folder.join("meta/notes.txt")).unwrap(),
+        b"mine"
+    );
+    // A dataset is replaced.
+    let out = tmp.path().join("z.bcolz");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&input),
+        p(&out),
+        "--bcolz-carray",
+        "--columns",
+        "open",
+    ]));
+    assert_ok(&arrowsmith(&["convert", p(&input), p(&out), "--overwrite"]));
+    assert!(out.join("__rootdirs__").is_file());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
+}
+
+#[test]
 fn failures_exit_1_and_leave_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("x.parquet");

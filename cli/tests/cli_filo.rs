@@ -153,8 +153,16 @@ fn sets_convert_both_ways() {
     ]));
     let info = filo::SetInfo::open(&set).unwrap();
     assert_eq!(info.chunks, vec![3, 3, 3, 1]);
-    // A second conversion replaces the set.
-    assert_ok(&arrowsmith(&["convert", p(&parquet), p(&set)]));
+    // A second conversion replaces the set, when asked to.
+    let out = arrowsmith(&["convert", p(&parquet), p(&set)]);
+    assert_fails(&out, 2, "already exists; ask for overwrite (--overwrite)");
+    assert_eq!(filo::SetInfo::open(&set).unwrap().chunks, vec![3, 3, 3, 1]);
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&parquet),
+        p(&set),
+        "--overwrite",
+    ]));
     assert_eq!(filo::SetInfo::open(&set).unwrap().chunks, vec![10]);
     let arrow = dir.path().join("s.arrow");
     assert_ok(&arrowsmith(&[
@@ -169,6 +177,28 @@ fn sets_convert_both_ways() {
     assert_eq!(batches[0].column(0).null_count(), 5);
     let entries = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(entries, 3, "no temporary directories left");
+}
+
+#[test]
+fn a_folder_that_is_not_a_set_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("photos");
+    std::fs::create_dir_all(folder.join("2024")).unwrap();
+    std::fs::write(folder.join("2024/beach.jpg"), b"mine").unwrap();
+    // Even one with a schema.json of its own.
+    std::fs::write(folder.join("schema.json"), b"{\"format\": \"mine\"}").unwrap();
+    let input = data("filo").join("set.filo");
+    for overwrite in [false, true] {
+        let mut args = vec!["convert", p(&input), p(&folder), "--to", "filo"];
+        args.extend(overwrite.then_some("--overwrite"));
+        let out = arrowsmith(&args);
+        assert_fails(&out, 1, "exists and is not a filo set");
+    }
+    assert_eq!(
+        std::fs::read(folder.join("2024/beach.jpg")).unwrap(),
+        b"mine"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
 #[test]

@@ -70,7 +70,7 @@ const KEYS: &[(&str, &[Format])] = &[
     ("bcolz_shuffle", &[Format::Bcolz]),
     ("bcolz_carray", &[Format::Bcolz]),
     ("bcolz_no_sync", &[Format::Bcolz]),
-    ("overwrite", &[Format::Bcolz]),
+    ("overwrite", &Format::ALL),
     ("compress_level", &[Format::DataSeries]),
     ("extent_size", &[Format::DataSeries]),
     ("type_name", &[Format::DataSeries]),
@@ -198,7 +198,7 @@ impl ArrowsmithOptions {
                 }
             }
             "bcolz_no_sync" => write.bcolz = write.bcolz.clone().with_durable(!flag(value)?),
-            "overwrite" => write.bcolz = write.bcolz.clone().with_overwrite(flag(value)?),
+            "overwrite" => write.overwrite = flag(value)?,
             "compress_level" => {
                 write.dataseries.level = Some(match value.trim().parse() {
                     Ok(level @ 1..=9) => level,

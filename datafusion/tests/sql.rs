@@ -430,6 +430,49 @@ async fn a_failed_query_leaves_no_output() {
 }
 
 #[tokio::test]
+async fn copy_to_an_existing_output_needs_overwrite_and_replaces_only_an_output() {
+    let ctx = session();
+    let dir = tempfile::tempdir().unwrap();
+    let source = quoted(&data("bcolz/datasets/ctable_mixed"));
+    let copy = |target: &Path, options: &str| {
+        format!(
+            "COPY (SELECT id FROM {source}) TO '{}' {options}",
+            target.display()
+        )
+    };
+    let attempt = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            match ctx.sql(&sql).await {
+                Ok(frame) => frame.collect().await.map(|_| ()),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    let overwrite = "OPTIONS ('format.overwrite' 'true')";
+    let jay = dir.path().join("out.jay");
+    run(&ctx, &copy(&jay, "")).await;
+    let before = std::fs::read(&jay).unwrap();
+    let error = attempt(copy(&jay, "")).await.unwrap_err();
+    assert!(error.to_string().contains("already exists"), "{error}");
+    assert_eq!(std::fs::read(&jay).unwrap(), before);
+    run(&ctx, &copy(&jay, overwrite)).await;
+    assert!(!read_back(&jay).is_empty());
+    // A folder of someone's files is no bcolz dataset: refused, untouched.
+    let folder = dir.path().join("folder.bcolz");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("mine.txt"), b"mine").unwrap();
+    let error = attempt(copy(&folder, overwrite)).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("exists and is not a bcolz dataset"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(folder.join("mine.txt")).unwrap(), b"mine");
+}
+
+#[tokio::test]
 async fn damaged_files_fail_with_the_arrowsmith_error_and_never_panic() {
     let ctx = session();
     let mut checked = 0;

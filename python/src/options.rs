@@ -437,6 +437,7 @@ impl WriteSpec {
             format: Some(format),
             compression,
             row_group_size: kw.positive("row_group_size")?,
+            overwrite: mode == Mode::Overwrite,
             durable,
             sentinel_collisions: if kw.flag("sentinel_collisions_as_na")? {
                 CollisionPolicy::AsNull
@@ -453,8 +454,7 @@ impl WriteSpec {
             bcolz: bcolz::WriterOptions::default(),
             dataseries: DsWriteOptions::default(),
         };
-        let mut bcolz_options =
-            bcolz::WriterOptions::default().with_overwrite(mode == Mode::Overwrite);
+        let mut bcolz_options = bcolz::WriterOptions::default();
         if kw.flag("bcolz_nulls_as_nan")? {
             bcolz_options = bcolz_options.with_null_policy(NullPolicy::Sentinel);
         }

@@ -16,6 +16,7 @@ mod writer;
 pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
 pub use reader::{fragments, schema_of, Reader, ReaderBuilder};
+pub(crate) use writer::DATASET;
 pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};
 
 /// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).

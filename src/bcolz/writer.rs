@@ -42,7 +42,7 @@ use super::durable;
 use super::json::python_string;
 use super::mapping::{self, Base, DType, ATTRS_KEY, DTYPE_KEY, KIND_KEY};
 use super::meta::{is_plain_component, Kind};
-use crate::atomic::AtomicDir;
+use crate::atomic::{check_target, refuse_stream, AtomicDir, DatasetKind, Existing, Replaceable};
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -54,6 +54,18 @@ pub use self::options::{default_chunklen, NullPolicy, WriterOptions};
 /// The length `write()` assumes when choosing a column's chunklen before the row count is
 /// known and no expected length was given.
 const UNKNOWN_LEN: u64 = 1 << 20;
+
+/// What a bcolz dataset is to [`AtomicDir`]: the only kind of directory the writer replaces
+/// (with the overwrite option), recognised as `Format::detect` recognises one.
+pub(crate) const DATASET: DatasetKind = DatasetKind {
+    what: "bcolz dataset",
+    marker: "__rootdirs__ or meta/sizes",
+    is_dataset: is_dataset,
+};
+
+fn is_dataset(dir: &Path) -> bool {
+    dir.join("__rootdirs__").is_file() || dir.join("meta").join("sizes").is_file()
+}
 
 /// Writes record batches into a new bcolz carray or ctable directory.
 pub struct Writer {
@@ -95,10 +107,9 @@ impl Writer {
         if options.chunklen == Some(0) {
             return Err(fail(Error::invalid_argument("chunklen must be at least 1")));
         }
-        if !options.overwrite && fs::symlink_metadata(path).is_ok() {
-            return Err(fail(Error::invalid_argument(
-                "the output already exists; set the overwrite option to replace it",
-            )));
+        if check_target(path, Replaceable::Dataset(DATASET), options.overwrite)? == Existing::Stream
+        {
+            return Err(refuse_stream(path, "bcolz"));
         }
         let fields = schema.fields();
         if fields.is_empty() {
@@ -173,7 +184,7 @@ impl Writer {
             }
             None => "{}".to_owned(),
         };
-        let mut dir = AtomicDir::create(path)?;
+        let mut dir = AtomicDir::create(path, DATASET)?;
         dir.set_durable(options.durable);
         let syncer = options.durable.then(durable::Syncer::start);
         let mut columns = Vec::with_capacity(plans.len());

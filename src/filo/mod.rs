@@ -18,6 +18,7 @@ pub use decode::{
 };
 pub use encode::{encode, encode_array, should_diff, width, EncodeOptions, Hint};
 pub use mapping::FiloType;
+pub(crate) use set::DATASET;
 pub use set::{
     chunk_dir, column_file, fragments, read_column_chunk, read_column_chunk_as, Reader,
     ReaderBuilder, SetColumn, SetInfo, Writer, WriterOptions, DEFAULT_CHUNK_SIZE, SET_FORMAT,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::decode::{decode_rows_buffer, MAX_EMPTY_LEN};
 use super::encode::{encode, EncodeOptions, Hint};
 use super::mapping::{set_field, FiloType};
-use crate::atomic::AtomicDir;
+use crate::atomic::{check_target, refuse_stream, AtomicDir, DatasetKind, Existing, Replaceable};
 use crate::error::{Error, ErrorClass, Result};
 use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
@@ -25,6 +25,33 @@ use crate::write::{BatchWriter, WriteSummary};
 
 /// The `format` value of a Filo set's `schema.json`.
 pub const SET_FORMAT: &str = "arrowsmith-filo-set";
+/// What a Filo set is to [`AtomicDir`]: the only kind of directory the writer replaces (with
+/// the overwrite option).
+pub(crate) const DATASET: DatasetKind = DatasetKind {
+    what: "filo set",
+    marker: "a schema.json whose format is \"arrowsmith-filo-set\"",
+    is_dataset: is_set,
+};
+
+/// Whether `dir/schema.json` says it is a Filo set's; its other fields are not checked, so a
+/// damaged set is still recognised (and can be replaced).
+fn is_set(dir: &Path) -> bool {
+    #[derive(Deserialize)]
+    struct Marker {
+        format: serde_json::Value,
+    }
+    let path = dir.join("schema.json");
+    // A set's schema is small; a large file of that name is someone else's.
+    const MAX_SCHEMA_BYTES: u64 = 64 << 20;
+    if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SCHEMA_BYTES) {
+        return false;
+    }
+    std::fs::read(&path)
+        .ok()
+        .and_then(|text| serde_json::from_slice::<Marker>(&text).ok())
+        .is_some_and(|m| m.format == SET_FORMAT)
+}
+
 /// The default rows per chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 65_536;
 
@@ -495,11 +522,9 @@ impl Writer {
                 Error::invalid_argument("a Filo set needs at least one column").with_file(path),
             );
         }
-        if path.exists() && !options.overwrite {
-            return Err(Error::invalid_argument(
-                "the output already exists; ask for it to be overwritten",
-            )
-            .with_file(path));
+        if check_target(path, Replaceable::Dataset(DATASET), options.overwrite)? == Existing::Stream
+        {
+            return Err(refuse_stream(path, "filo"));
         }
         let mut columns = Vec::with_capacity(schema.fields().len());
         for (i, f) in schema.fields().iter().enumerate() {
@@ -527,7 +552,7 @@ impl Writer {
                 hint,
             ));
         }
-        let mut out = AtomicDir::create(path)?;
+        let mut out = AtomicDir::create(path, DATASET)?;
         out.set_durable(options.durable);
         Ok(Writer {
             out,
