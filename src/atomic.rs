@@ -116,6 +116,8 @@ impl AtomicFile {
                 .sync_all()
                 .map_err(|e| Error::from(e).with_file(&target))?;
         }
+        // The commit point: a stop requested until here leaves the target as it was.
+        crate::cancel::check().map_err(|e| e.with_file(&target))?;
         temp.persist(&target)
             .map_err(|e| Error::from(e.error).with_file(&target))?;
         if self.durable {
