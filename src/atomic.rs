@@ -409,6 +409,8 @@ impl AtomicFile {
                 .map_err(|e| Error::from(e).with_file(&target))?;
         }
         crash_point("file-synced");
+        // The commit point: a stop requested until here leaves the target as it was.
+        crate::cancel::check().map_err(|e| e.with_file(&target))?;
         temp.persist(&target)
             .map_err(|e| Error::from(e.error).with_file(&target))?;
         if self.durable {

@@ -52,9 +52,17 @@ pub fn open(
     let scan = options.scan.clone();
     let formats = &options.format_options;
     match format {
-        Format::Jay => Ok(Box::new(
-            jay::ReaderBuilder::new().with_scan(scan).build(path)?,
-        )),
+        Format::Jay => {
+            let cap = formats
+                .max_dataless_rows
+                .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS);
+            Ok(Box::new(
+                jay::ReaderBuilder::new()
+                    .with_scan(scan)
+                    .with_max_dataless_rows(cap)
+                    .build(path)?,
+            ))
+        }
         Format::DataSeries => Ok(Box::new(
             dataseries::ReaderBuilder::new()
                 .with_scan(scan)

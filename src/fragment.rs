@@ -117,7 +117,15 @@ fn list(
     target_rows: usize,
 ) -> Result<Vec<FragmentSpan>> {
     match format {
-        Format::Jay => jay::fragments(&jay::JayFile::open(path)?, target_rows),
+        Format::Jay => {
+            let file = jay::JayFile::open(path)?;
+            file.check_dataless_rows(
+                formats
+                    .max_dataless_rows
+                    .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS),
+            )?;
+            jay::fragments(&file, target_rows)
+        }
         Format::DataSeries => {
             let ds = &formats.dataseries;
             let file = dataseries::DsFile::open(path, dataseries::OpenOptions::default())?;

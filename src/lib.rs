@@ -46,6 +46,7 @@ struct ReadmeDoctests;
 
 pub mod atomic;
 pub mod bcolz;
+pub mod cancel;
 pub mod dataseries;
 mod dispatch;
 pub mod ecosystem;

@@ -57,6 +57,11 @@ pub struct FormatOptions {
     pub vs: vs::VsReadOptions,
     /// DataSeries: the extent type, Utf8 fields, checks.
     pub dataseries: dataseries::DsReadOptions,
+    /// Jay: the most rows read that no data stands behind, as in a frame of void columns only
+    /// (default [`jay::DEFAULT_MAX_DATALESS_ROWS`](crate::jay::DEFAULT_MAX_DATALESS_ROWS), 2^32; see
+    /// [`jay::ReaderBuilder::with_max_dataless_rows`](crate::jay::ReaderBuilder::with_max_dataless_rows)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_dataless_rows: Option<u64>,
 }
 
 /// Options of [`create`](crate::create), common to every format; each writer takes what

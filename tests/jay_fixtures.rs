@@ -422,3 +422,38 @@ fn truncated_and_bit_flipped_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn rows_without_data_count_against_the_dataless_cap() {
+    // arr_void.jay: a list<null> column, rows [null], [], null, [null, null]; its void child
+    // holds its 3 elements in no bytes. void_only.jay: 3 rows of two void columns.
+    let arrays = data("jay").join("arr_void.jay");
+    let read = |path: &Path, cap: u64| {
+        ReaderBuilder::new()
+            .with_max_dataless_rows(cap)
+            .build(path)
+            .map(|r| r.map(|b| b.unwrap().num_rows()).sum::<usize>())
+    };
+    assert_eq!(read(&arrays, 3).unwrap(), 4);
+    let error = read(&arrays, 2).unwrap_err();
+    assert_eq!(error.class(), arrowsmith::ErrorClass::BadMeta, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("arr_void.jay") && text.contains("column 0 \"l\"") && text.contains("3 elements"),
+        "{text}"
+    );
+    let void = data("jay").join("void_only.jay");
+    assert_eq!(read(&void, 3).unwrap(), 3);
+    let error = read(&void, 2).unwrap_err();
+    assert!(error.to_string().contains("claims 3 rows"), "{error}");
+    // A limit reads fewer rows, within the cap.
+    let limited = ReaderBuilder::new()
+        .with_max_dataless_rows(2)
+        .with_limit(2)
+        .build(&void)
+        .unwrap();
+    assert_eq!(limited.map(|b| b.unwrap().num_rows()).sum::<usize>(), 2);
+    // The rows of a frame with a column of data are backed by its bytes: no cap applies.
+    let tiny = data("jay").join("tiny.jay");
+    assert_eq!(read(&tiny, 0).unwrap(), 3);
+}

@@ -43,6 +43,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     if args.filo_dictionary && from != Format::Filo {
         return Err(Error::invalid_argument("--filo-dictionary applies to filo input").into());
     }
+    if args.max_dataless_rows.is_some() && from != Format::Jay {
+        return Err(Error::invalid_argument("--max-dataless-rows applies to jay input").into());
+    }
     if args.filo_type.is_some() && from != Format::FiloVector && to != Format::FiloVector {
         return Err(
             Error::invalid_argument("--filo-type applies to filo-vector input or output").into(),
@@ -63,6 +66,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             filo_dictionary: args.filo_dictionary,
             vs: super::vs_read_options(args.lenient_eof, args.varint, args.app_data),
             dataseries: super::dataseries::read_options(&args.ds_read),
+            max_dataless_rows: args.max_dataless_rows,
         },
     };
     let report = SalvageReport::new();

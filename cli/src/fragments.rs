@@ -25,6 +25,7 @@ pub(crate) fn run(args: FragmentsArgs) -> CliResult {
             filo_dictionary: false,
             vs: args.vs_read.options(),
             dataseries: super::dataseries::read_options(&args.ds_read),
+            ..FormatOptions::default()
         },
         ..ReadOptions::default()
     };

@@ -1,6 +1,9 @@
-//! Ctrl-C (SIGINT), SIGTERM and SIGHUP during `convert`: the conversion stops after the batch
-//! in hand, so that unwinding removes the unfinished temporary output instead of leaving it
-//! behind. A second signal acts as usual (the handler removes itself).
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP during `convert` and `sql`: the command stops after the
+//! batch in hand, and a writer busy with its final work (the Jay writer's `finish`, a VS
+//! `--append`) stops at its next check ([`arrowsmith::cancel`]), so that unwinding removes the
+//! unfinished output instead of committing it. Up to the commit point the exit is 128 + the
+//! signal (130 for SIGINT, 143 for SIGTERM) and nothing is written; after it the output is
+//! whole and the exit 0. A second signal acts as usual (the handler removes itself).
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -11,6 +14,7 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 pub(crate) fn install() {
     extern "C" fn on_signal(signal: libc::c_int) {
         SIGNAL.store(signal, Ordering::SeqCst);
+        arrowsmith::cancel::request();
         // SAFETY: `signal` is async-signal-safe; restoring the default lets a second signal
         // end the process at once.
         unsafe {

@@ -143,6 +143,10 @@ struct ConvertArgs {
     /// VS input: app_data as json text (default) or the exact msgpack bytes (Binary)
     #[arg(long, value_name = "MODE", value_parser = parse_app_data, help_heading = "Format options")]
     app_data: Option<arrowsmith::vs::AppDataMode>,
+    /// jay input: read at most N rows that no data stands behind (a frame of void columns
+    /// only) [default: 4294967296]
+    #[arg(long, value_name = "N", help_heading = "Format options")]
+    max_dataless_rows: Option<u64>,
     /// bcolz output: write nulls of float columns as NaN and of temporal columns as NaT
     /// instead of failing
     #[arg(long, help_heading = "Format options")]
@@ -354,7 +358,14 @@ pub(crate) enum Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure::Error(e)
+        // A writer that gave up on a signal's stop request, before its commit.
+        match interrupt::received() {
+            Some(signal) if e.io_kind() == Some(std::io::ErrorKind::Interrupted) => {
+                let output = e.file().map(Path::to_path_buf).unwrap_or_default();
+                Failure::Interrupted { signal, output }
+            }
+            _ => Failure::Error(e),
+        }
     }
 }
 
@@ -401,6 +412,7 @@ const SETTING_FLAGS: &[(&str, &str)] = &[
         "(the JSON report lists them all)",
         "(--json lists them all)",
     ),
+    ("the max_dataless_rows option", "--max-dataless-rows"),
     ("the bcolz_nulls_as_nan option", "--bcolz-nulls-as-nan"),
     ("bcolz_nulls_as_nan", "--bcolz-nulls-as-nan"),
     ("the filo_type option", "--filo-type"),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{arrowsmith, assert_ok_quietly, data, p, stderr};
+use common::{arrowsmith, assert_fails, assert_ok_quietly, data, p, stderr};
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -295,4 +295,83 @@ fn an_existing_output_survives_a_damaged_jay() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(std::fs::read(&output).unwrap(), b"precious");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// `bytes` of a Jay file with its `Frame.nrows` set to `nrows` (the slot must be present).
+fn with_frame_nrows(mut bytes: Vec<u8>, nrows: u64) -> Vec<u8> {
+    let n = bytes.len();
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let meta_size = u64::from_le_bytes(bytes[n - 16..n - 8].try_into().unwrap()) as usize;
+    let meta = n - 16 - meta_size;
+    let frame = meta + u32_at(&bytes, meta) as usize;
+    let vtable = (frame as i64 - u32_at(&bytes, frame) as i32 as i64) as usize;
+    let slot = u16::from_le_bytes(bytes[vtable + 4..vtable + 6].try_into().unwrap()) as usize;
+    assert_ne!(slot, 0, "the file stores Frame.nrows");
+    bytes[frame + slot..frame + slot + 8].copy_from_slice(&nrows.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn void_columns_that_claim_more_rows_than_the_cap_are_refused_at_once() {
+    // void_only.jay (160 bytes, two void columns of 3 rows) claiming 2^62 rows: nothing in the
+    // file stands behind them, and every writer ran on, producing them, until killed.
+    let dir = tempfile::tempdir().unwrap();
+    let claimed = 1u64 << 62;
+    let original = std::fs::read(fixture("void_only.jay")).unwrap();
+    let huge = dir.path().join("huge.jay");
+    std::fs::write(&huge, with_frame_nrows(original.clone(), claimed)).unwrap();
+    let info = arrowsmith::jay::JayFile::open(&huge).unwrap();
+    assert_eq!((info.info().nrows, std::fs::metadata(&huge).unwrap().len()), (claimed, 160));
+    for to in ["parquet", "csv", "jay"] {
+        for salvage in [false, true] {
+            let output = dir.path().join(format!("out.{to}"));
+            let mut args = vec!["convert", p(&huge), p(&output)];
+            if salvage {
+                args.push("--salvage");
+            }
+            let started = std::time::Instant::now();
+            let out = arrowsmith(&args);
+            assert_fails(&out, 1, "huge.jay");
+            let err = stderr(&out);
+            assert!(
+                err.contains(&claimed.to_string()) && err.contains("--max-dataless-rows"),
+                "{err}"
+            );
+            assert!(started.elapsed().as_secs() < 10, "{to}: {:?}", started.elapsed());
+            assert!(!output.exists(), "{to}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    // Under the cap such rows convert; the setting lowers or raises it.
+    let million = dir.path().join("million.jay");
+    std::fs::write(&million, with_frame_nrows(original, 1 << 20)).unwrap();
+    let csv = dir.path().join("million.csv");
+    assert_ok_quietly(&arrowsmith(&["convert", p(&million), p(&csv)]));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 1 + (1 << 20));
+    let out = arrowsmith(&[
+        "convert",
+        p(&million),
+        p(&dir.path().join("capped.csv")),
+        "--max-dataless-rows",
+        "1000",
+    ]);
+    assert_fails(&out, 1, "million.jay");
+    let jay = dir.path().join("five.jay");
+    assert_ok_quietly(&arrowsmith(&[
+        "convert",
+        p(&huge),
+        p(&jay),
+        "--limit",
+        "5",
+    ]));
+    let out = arrowsmith(&[
+        "convert",
+        p(&csv),
+        p(&dir.path().join("x.csv")),
+        "--max-dataless-rows",
+        "5",
+    ]);
+    assert_fails(&out, 2, "--max-dataless-rows applies to jay input");
 }

@@ -190,3 +190,38 @@ fn writer_warnings_go_to_stderr() {
     assert!(err.contains("America/New_York"), "{err}");
     assert!(output.exists());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_signal_while_the_jay_writer_finishes_writes_nothing() {
+    // The Jay writer holds a small frame and writes the whole file in `finish()`, after the last
+    // batch: a signal then was noted and ignored, the file committed, the exit 0.
+    if !jay_writer_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    write(&input, Format::Arrow, &sample());
+    let output = dir.path().join("out.jay");
+    let names = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let out = common::signalled_at("jay-finish", signal, &["convert", p(&input), p(&output)]);
+        assert_eq!(out.status.code(), Some(128 + signal), "{}", stderr(&out));
+        assert!(stderr(&out).contains("interrupted by signal"), "{}", stderr(&out));
+        assert_eq!(names(dir.path()), ["in.arrow"], "no output, no temporary file");
+    }
+    // An output that exists stays as it was.
+    let old = b"not replaced".to_vec();
+    std::fs::write(&output, &old).unwrap();
+    let out = common::signalled_at("jay-finish", libc::SIGINT, &["convert", p(&input), p(&output)]);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&output).unwrap(), old);
+    assert_eq!(names(dir.path()), ["in.arrow", "out.jay"]);
+}

@@ -156,3 +156,37 @@ fn exact_mode_and_msb_first_flags() {
         "msb-first"
     ));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_signal_during_an_append_leaves_the_old_points() {
+    // `--append` read and wrote its blocks with no check for a signal, and committed: the
+    // signal was ignored, the exit 0.
+    let dir = tempfile::tempdir().unwrap();
+    let arrow = dir.path().join("p.arrow");
+    assert_ok(&cli!("convert", fixture("f64_r1_plain.vs"), arrow));
+    let target = dir.path().join("t.vs");
+    std::fs::copy(fixture("f64_r1_plain.vs"), &target).unwrap();
+    let old = std::fs::read(&target).unwrap();
+    let args = ["convert", arrow.to_str().unwrap(), target.to_str().unwrap(), "--append"];
+
+    // Before a block is written: the file is as it was, byte for byte.
+    let out = common::signalled_at("vs-append-blocks", libc::SIGINT, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted by signal 2"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), old);
+
+    // With the new blocks written and flushed, before the byte that commits them: the file
+    // still ends at its old '$' for every reader (what lies beyond is not part of it).
+    let out = common::signalled_at("vs-append-commit", libc::SIGTERM, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    let now = std::fs::read(&target).unwrap();
+    assert_eq!(now[..old.len()], old[..]);
+    assert_eq!(inspect(&target)["rows"], 3);
+
+    // Unsignalled, the append goes through.
+    assert_ok(&cli!("convert", arrow, target, "--append"));
+    assert_eq!(inspect(&target)["rows"], 6);
+}

@@ -223,6 +223,8 @@ impl Appender {
                     .map_err(|e| e.with_column(c, Some(&col.name)).with_file(&self.path))?;
             }
         }
+        // The commit point: the new length in every meta/sizes.
+        crate::cancel::check().map_err(|e| e.with_file(&self.path))?;
         for c in (1..self.columns.len()).chain([0]) {
             let col = &self.columns[c];
             write_sizes(col, total, true)

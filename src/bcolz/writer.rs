@@ -354,6 +354,7 @@ impl Writer {
         if let Some(syncer) = self.syncer.take() {
             syncer.finish().map_err(|e| e.with_file(&target))?;
         }
+        crate::cancel::check().map_err(|e| e.with_file(&target))?;
         // Durable unless told otherwise: flushes what the syncer has not, then the rename.
         self.dir.commit(self.options.overwrite)?;
         let warnings = self

@@ -264,7 +264,7 @@ struct ExtentJob {
     spare: SpareBuffers,
 }
 
-type Decoded = Result<Vec<RecordBatch>>;
+type Decoded = Result<RecordBatch>;
 
 impl ExtentJob {
     /// Decodes a group of extents, their fixed parts hashed together, and hands each
@@ -282,32 +282,31 @@ impl ExtentJob {
         );
         for (h, raw) in hs.iter().zip(raws) {
             done(raw.and_then(|raw| {
-                let batches = self.batches(h, &raw);
+                let batch = self.batch(h, &raw);
                 for part in [raw.fixed, raw.var] {
                     if let Cow::Owned(buffer) = part {
                         self.spare.give(buffer);
                     }
                 }
-                batches
+                batch
             }));
         }
     }
 
-    fn batches(&self, h: &ExtentHeader, raw: &RawExtent) -> Decoded {
+    /// The extent's rows as one batch; `Reader::next` cuts it to the batch size as it is taken
+    /// (an extent of a type without fields holds any number of rows in no bytes: cut up front,
+    /// 2^31 rows made hundreds of millions of batches for `head -n 10`).
+    fn batch(&self, h: &ExtentHeader, raw: &RawExtent) -> Decoded {
         let cols = self
             .decoder
             .decode(raw)
             .map_err(|e| e.at_offset(h.offset))?;
         let options = RecordBatchOptions::new().with_row_count(Some(raw.rows));
-        let batch = RecordBatch::try_new_with_options(self.decoder.schema.clone(), cols, &options)?;
-        let size = self.batch_size.unwrap_or(usize::MAX);
-        if batch.num_rows() <= size {
-            return Ok(vec![batch]);
-        }
-        Ok((0..batch.num_rows())
-            .step_by(size)
-            .map(|s| batch.slice(s, size.min(batch.num_rows() - s)))
-            .collect())
+        Ok(RecordBatch::try_new_with_options(
+            self.decoder.schema.clone(),
+            cols,
+            &options,
+        )?)
     }
 }
 
@@ -400,7 +399,7 @@ impl Reader {
 
     fn take(&mut self, h: &ExtentHeader, r: Decoded) -> Result<()> {
         match r {
-            Ok(batches) => self.pending.extend(batches),
+            Ok(batch) => self.pending.push_back(batch),
             Err(e) if self.salvage.on => {
                 let file = &self.job.file;
                 let index = file
@@ -501,8 +500,14 @@ impl Iterator for Reader {
             }
         }
         let mut b = self.pending.pop_front()?;
-        if b.num_rows() > self.remaining {
-            b = b.slice(0, self.remaining);
+        let size = self
+            .job
+            .batch_size
+            .unwrap_or(usize::MAX)
+            .min(self.remaining);
+        if b.num_rows() > size {
+            self.pending.push_front(b.slice(size, b.num_rows() - size));
+            b = b.slice(0, size);
         }
         self.remaining -= b.num_rows();
         Some(Ok(b))

@@ -642,6 +642,7 @@ impl Writer {
             .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;
         text.push(b'\n');
         std::fs::write(&path, text).map_err(|e| Error::from(e).with_file(&path))?;
+        crate::cancel::check().map_err(|e| e.with_file(self.out.target()))?;
         self.out.commit(self.options.overwrite)?;
         Ok(WriteSummary {
             rows: self.rows,

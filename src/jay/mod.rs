@@ -11,5 +11,5 @@ mod reader;
 mod writer;
 
 pub use meta::{BufferRange, ColumnInfo, FrameInfo, Layout, Stats};
-pub use reader::{fragments, JayFile, Reader, ReaderBuilder};
+pub use reader::{fragments, JayFile, Reader, ReaderBuilder, DEFAULT_MAX_DATALESS_ROWS};
 pub use writer::{Writer, WriterOptions};

@@ -45,6 +45,18 @@ const PREFETCH_BATCHES: usize = 8;
 /// takes the current one (see [`Reader`]).
 const PIPELINE_THRESHOLD: usize = 1 << 18;
 
+/// The most rows a reader yields that no bytes of the file stand behind, unless raised with
+/// [`ReaderBuilder::with_max_dataless_rows`]: the rows of a frame whose columns are all void
+/// (or that has none), and the elements of a void array child. Such a row count is one number
+/// in the meta, so a file of a few bytes can claim 2^62 rows, which every writer downstream
+/// would then have to produce; 2^32 leaves room for any real frame.
+pub const DEFAULT_MAX_DATALESS_ROWS: u64 = 1 << 32;
+
+/// Rows of a batch of columns that hold no data (void ones, or none): at least this many
+/// (when the batch size is smaller), so that a dataless frame of billions of rows comes in a
+/// few hundred batches, each small enough for a writer to handle at once.
+const DATALESS_BATCH_ROWS: usize = 1 << 24;
+
 /// An opened, verified Jay file: its bytes (usually a memory map) and its description.
 pub struct JayFile {
     path: Option<PathBuf>,
@@ -176,6 +188,14 @@ impl JayFile {
         self.path.as_deref()
     }
 
+    /// Fails with a `bad_meta` error when the frame has no column that holds data (only void
+    /// ones, or none) and more than `cap` rows, which nothing in the file stands behind (see
+    /// [`ReaderBuilder::with_max_dataless_rows`]).
+    pub fn check_dataless_rows(&self, cap: u64) -> Result<()> {
+        check_dataless_rows(&self.info, &[], self.info.nrows, cap)
+            .map_err(|e| attach_path(e, self.path()))
+    }
+
     /// Asks the kernel to map in, ahead of the reads, the parts of the buffers of `columns`
     /// that hold rows `first..last` (string data in proportion). A scan that touches mapped
     /// pages one fault at a time spent about a fifth of its time in page faults; one
@@ -260,6 +280,7 @@ fn attach_path(error: Error, path: Option<&Path>) -> Error {
 pub struct ReaderBuilder {
     scan: ScanOptions,
     copy: bool,
+    max_dataless_rows: Option<u64>,
 }
 
 impl ReaderBuilder {
@@ -274,6 +295,15 @@ impl ReaderBuilder {
     /// Reads the file into memory instead of mapping it (default `false`: mapped).
     pub fn with_copy(mut self, copy: bool) -> Self {
         self.copy = copy;
+        self
+    }
+
+    /// The most rows to read that no data of the file stands behind: the rows of a frame
+    /// whose columns are all void (or that has no columns), and the elements of a void array
+    /// child (default [`DEFAULT_MAX_DATALESS_ROWS`], 2^32). Beyond it the reader is not built:
+    /// a `bad_meta` error names the row count and this setting.
+    pub fn with_max_dataless_rows(mut self, rows: u64) -> Self {
+        self.max_dataless_rows = Some(rows);
         self
     }
 
@@ -336,6 +366,9 @@ impl ReaderBuilder {
             .scan
             .limit
             .map_or(last, |l| first + l.min(last - first));
+        let cap = self.max_dataless_rows.unwrap_or(DEFAULT_MAX_DATALESS_ROWS);
+        check_dataless_rows(&file.info, &columns, (end - first) as u64, cap)
+            .map_err(|e| attach_path(e, file.path()))?;
         if salvage.on {
             columns = verify_columns(&file, columns, first, end, &salvage);
             if columns.is_empty() && !salvage.report.is_empty() {
@@ -391,6 +424,49 @@ fn select_intact(file: &JayFile, projection: &Projection, salvage: &Salvage) -> 
         }
     }
     Ok(intact)
+}
+
+/// Refuses to read `rows` rows that no bytes stand behind beyond `cap` (see
+/// [`ReaderBuilder::with_max_dataless_rows`]): those of a frame without a column that holds
+/// data, and the elements of the void children of the `columns` to read.
+fn check_dataless_rows(info: &FrameInfo, columns: &[usize], rows: u64, cap: u64) -> Result<()> {
+    let fix = "raise the max_dataless_rows option if the file is genuine";
+    let holds_data = info.columns.iter().any(|c| c.jay_type != JayType::Void0);
+    if !holds_data && rows > cap {
+        let what = if info.columns.is_empty() {
+            "has no columns"
+        } else {
+            "has only void columns"
+        };
+        return Err(Error::new(
+            ErrorClass::BadMeta,
+            format!(
+                "the frame {what} but claims {} rows, more than the {cap} rows without data \
+                 that are read; {fix}",
+                info.nrows
+            ),
+        )
+        .with_field("Frame.nrows"));
+    }
+    for (index, column) in columns.iter().map(|&c| (c, &info.columns[c])) {
+        let mut child = column.child.as_deref();
+        while let Some(c) = child {
+            if c.jay_type == JayType::Void0 && c.nrows > cap {
+                return Err(Error::new(
+                    ErrorClass::BadMeta,
+                    format!(
+                        "the array's void child claims {} elements, more than the {cap} \
+                         elements without data that are read; {fix}",
+                        c.nrows
+                    ),
+                )
+                .with_column(index, column.name.as_deref())
+                .with_field("child"));
+            }
+            child = c.child.as_deref();
+        }
+    }
+    Ok(())
 }
 
 /// Salvage: decodes rows `first..end` of every selected column once, before the first batch,
@@ -481,18 +557,19 @@ impl Reader {
 
     /// Rows of the batch that starts at `start`.
     fn batch_len(&self, start: usize) -> usize {
-        // Without columns that hold data (none, or only void ones) a batch costs nothing
-        // whatever its row count, and nothing in the file bounds the frame's row count: all
-        // rows go in one batch rather than in billions.
+        // Without columns that hold data (none, or only void ones) a batch costs the reader
+        // nothing whatever its row count, and a void frame may have billions of rows: large
+        // batches rather than billions of small ones.
         let dataless = self
             .columns
             .iter()
             .all(|&c| self.file.info.columns[c].jay_type == JayType::Void0);
-        if dataless {
-            self.end_row - start
+        let size = if dataless {
+            self.batch_size.max(DATALESS_BATCH_ROWS)
         } else {
-            self.batch_size.min(self.end_row - start)
-        }
+            self.batch_size
+        };
+        size.min(self.end_row - start)
     }
 
     /// The next batch from the pipeline, keeping as many batches under way as the pool has

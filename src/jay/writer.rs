@@ -356,6 +356,7 @@ impl Writer {
         self.held_bytes = 0;
         let mut first_row = self.rows - held.iter().map(|h| h.batch.num_rows() as u64).sum::<u64>();
         for Held { batch, .. } in &held {
+            crate::cancel::check().map_err(|e| self.locate(e))?;
             self.encode(batch, first_row)?;
             first_row += batch.num_rows() as u64;
         }
@@ -458,6 +459,7 @@ impl Writer {
                 "an earlier write to this Jay writer failed; no file was written",
             )));
         }
+        crate::cancel::pause_point("jay-finish");
         if !self.held.is_empty() {
             if let Some(layout) = direct::plan(&self.encoders, &self.held) {
                 return self.finish_direct(layout);
@@ -482,14 +484,17 @@ impl Writer {
             out: &mut output,
             pos: 0,
         };
-        let placed = (|| -> io::Result<Vec<Placed>> {
+        let placed = (|| -> Result<Vec<Placed>> {
             data.out.write_all(HEADER)?;
             finished
                 .iter()
-                .map(|f| data.place_column(&mut spool, f))
+                .map(|f| {
+                    crate::cancel::check()?;
+                    Ok(data.place_column(&mut spool, f)?)
+                })
                 .collect()
         })()
-        .map_err(|e| locate(Error::from(e)))?;
+        .map_err(locate)?;
         write_meta(&mut output, &schema, placed, rows, nkeys).map_err(locate)?;
         drop(spool);
         match output {

@@ -95,3 +95,37 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs `arrowsmith` with the library's test hook `ARROWSMITH_PAUSE_AT=<point>`, sends it
+/// `signal` once it says it waits at that point, and returns how it ended. A build without the
+/// point runs to its end unsignalled.
+#[cfg(unix)]
+pub fn signalled_at<S: AsRef<OsStr>>(point: &str, signal: i32, args: &[S]) -> Output {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .env("ARROWSMITH_PAUSE_AT", point)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run arrowsmith");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        text.push_str(&line);
+        if line.contains(&format!("paused at {point}")) {
+            // SAFETY: signals our own child, which is waiting for it.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            break;
+        }
+        line.clear();
+    }
+    stderr.read_to_string(&mut text).unwrap();
+    Output {
+        status: child.wait().unwrap(),
+        stdout: Vec::new(),
+        stderr: text.into_bytes(),
+    }
+}

@@ -160,6 +160,7 @@ fn write_column(
         let column = batch.column(index);
         let rows = column.len();
         for start in (0..rows).step_by(ENCODE_SLICE_ROWS) {
+            crate::cancel::check()?;
             let len = ENCODE_SLICE_ROWS.min(rows - start);
             encoder.append(&column.slice(start, len)).map_err(|e| {
                 let mut error = Error::new(e.class, e.message);

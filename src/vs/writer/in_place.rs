@@ -140,7 +140,9 @@ fn append_inner(
         emit(&buf)?;
     }
     let mut rows = 0u64;
+    crate::cancel::pause_point("vs-append-blocks");
     for batch in reader {
+        crate::cancel::check()?;
         let batch = batch?;
         buf.clear();
         plan.encode(&batch, rows, &mut buf)?;
@@ -157,6 +159,9 @@ fn append_inner(
     pos += 1;
     file.sync_data()?;
     crash_point("before-commit");
+    crate::cancel::pause_point("vs-append-commit");
+    // The commit point: until the old '$' is replaced, readers see the old points.
+    crate::cancel::check()?;
     file.write_all_at(&[first], terminal)?;
     file.sync_data()?;
     if pos < size {
