@@ -426,7 +426,7 @@ fn parquet_output_is_zstd_unless_told_otherwise() {
         (vec!["--compression", "none"], "UNCOMPRESSED"),
     ] {
         let output = dir.path().join("out.parquet");
-        let mut command = vec!["convert", p(&input), p(&output)];
+        let mut command = vec!["convert", p(&input), p(&output), "--overwrite"];
         command.extend(&args);
         assert_ok_quietly(&arrowsmith(&command));
         let report = inspect_json(&output);
@@ -477,6 +477,7 @@ fn arrow_ipc_output_can_be_compressed() {
             p(&output),
             "--compression",
             codec,
+            "--overwrite",
         ]));
         let report = inspect_json(&output);
         let want = codec.split(':').next().unwrap();
@@ -935,7 +936,7 @@ fn the_temporary_of_a_killed_conversion_is_removed_by_the_next_one() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.arrow");
     write(&input, Format::Arrow, &dense_batch(20), 20);
-    for to in ["parquet", "csv", "jay", "vs"] {
+    for to in ["parquet", "csv", "jay", "dataseries"] {
         let output = dir.path().join(format!("out.{to}"));
         convert_killed_at("file-synced", &[p(&input), p(&output), "--to", to]);
         assert!(!output.exists(), "{to}");
@@ -1143,7 +1144,12 @@ fn empty_inputs_convert_to_empty_outputs() {
     for input in [&header_only, &empty, &zero_rows] {
         for to in FORMATS {
             let output = dir.path().join(format!("out.{to}"));
-            assert_ok_quietly(&arrowsmith(&["convert", p(input), p(&output)]));
+            assert_ok_quietly(&arrowsmith(&[
+                "convert",
+                p(input),
+                p(&output),
+                "--overwrite",
+            ]));
             let (_, batches) = read(&output, format(to));
             assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
         }

@@ -122,7 +122,7 @@ fn convert_options_and_errors() {
     bytes[900] ^= 1;
     let bad = dir.path().join("bad.ds");
     std::fs::write(&bad, &bytes).unwrap();
-    let o = arrowsmith(&["convert", p(&bad), p(&pq)]);
+    let o = arrowsmith(&["convert", p(&bad), p(&pq), "--overwrite"]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -291,6 +291,7 @@ fn an_existing_output_survives_a_damaged_jay() {
         "convert",
         p(&fixture("bad/str_invalid_utf8.jay")),
         p(&output),
+        "--overwrite",
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(std::fs::read(&output).unwrap(), b"precious");
