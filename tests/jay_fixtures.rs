@@ -439,7 +439,9 @@ fn rows_without_data_count_against_the_dataless_cap() {
     assert_eq!(error.class(), arrowsmith::ErrorClass::BadMeta, "{error}");
     let text = error.to_string();
     assert!(
-        text.contains("arr_void.jay") && text.contains("column 0 \"l\"") && text.contains("3 elements"),
+        text.contains("arr_void.jay")
+            && text.contains("column 0 \"l\"")
+            && text.contains("3 elements"),
         "{text}"
     );
     let void = data("jay").join("void_only.jay");

@@ -202,7 +202,12 @@ fn ds_extent(type_name: &str, records: i32, fixed: &[u8], var: &[u8]) -> Vec<u8>
     use arrowsmith::dataseries::codec::{extent_adler32, lookup2};
     let round4 = |n: usize| n.div_ceil(4) * 4;
     let mut e = Vec::new();
-    for word in [fixed.len() as i32, var.len() as i32, records, 4 + var.len() as i32] {
+    for word in [
+        fixed.len() as i32,
+        var.len() as i32,
+        records,
+        4 + var.len() as i32,
+    ] {
         e.extend(word.to_le_bytes());
     }
     let mut area = vec![0u8; 4];
@@ -319,7 +324,18 @@ fn head_of_a_fieldless_extent_of_billions_of_records_reads_only_its_rows() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = limited(&["convert", p(&path), p(&dir.path().join("f.arrow")), "--limit", "10"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = limited(&[
+        "convert",
+        p(&path),
+        p(&dir.path().join("f.arrow")),
+        "--limit",
+        "10",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }

@@ -214,13 +214,25 @@ fn a_signal_while_the_jay_writer_finishes_writes_nothing() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let out = common::signalled_at("jay-finish", signal, &["convert", p(&input), p(&output)]);
         assert_eq!(out.status.code(), Some(128 + signal), "{}", stderr(&out));
-        assert!(stderr(&out).contains("interrupted by signal"), "{}", stderr(&out));
-        assert_eq!(names(dir.path()), ["in.arrow"], "no output, no temporary file");
+        assert!(
+            stderr(&out).contains("interrupted by signal"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            names(dir.path()),
+            ["in.arrow"],
+            "no output, no temporary file"
+        );
     }
     // An output that exists stays as it was.
     let old = b"not replaced".to_vec();
     std::fs::write(&output, &old).unwrap();
-    let out = common::signalled_at("jay-finish", libc::SIGINT, &["convert", p(&input), p(&output)]);
+    let out = common::signalled_at(
+        "jay-finish",
+        libc::SIGINT,
+        &["convert", p(&input), p(&output)],
+    );
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert_eq!(std::fs::read(&output).unwrap(), old);
     assert_eq!(names(dir.path()), ["in.arrow", "out.jay"]);

@@ -168,7 +168,12 @@ fn a_signal_during_an_append_leaves_the_old_points() {
     let target = dir.path().join("t.vs");
     std::fs::copy(fixture("f64_r1_plain.vs"), &target).unwrap();
     let old = std::fs::read(&target).unwrap();
-    let args = ["convert", arrow.to_str().unwrap(), target.to_str().unwrap(), "--append"];
+    let args = [
+        "convert",
+        arrow.to_str().unwrap(),
+        target.to_str().unwrap(),
+        "--append",
+    ];
 
     // Before a block is written: the file is as it was, byte for byte.
     let out = common::signalled_at("vs-append-blocks", libc::SIGINT, &args);
