@@ -13,9 +13,9 @@ mod meta;
 mod reader;
 mod writer;
 
-pub use append::Appender;
 /// Whether an appender waits for another one to finish or fails at once.
 pub use crate::vs::LockWait;
+pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
 pub use reader::{fragments, schema_of, Reader, ReaderBuilder};
 pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};

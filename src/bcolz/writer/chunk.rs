@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use super::column::{ChunkFiles, Piece};
 use super::encode::{direct_bytes, encode_piece};
-use crate::bcolz::blosc::{self, Codec, Shuffle};
 use crate::bcolz::append::{beside, TEMP_SUFFIX};
+use crate::bcolz::blosc::{self, Codec, Shuffle};
 use crate::bcolz::durable;
 use crate::error::{Error, ErrorClass, Result};
 

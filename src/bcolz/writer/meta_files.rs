@@ -43,7 +43,11 @@ pub(super) fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Re
     );
     write_text(&col.dir.join("meta").join("storage"), &storage, false)?;
     write_text(&col.dir.join("__attrs__"), &col.attrs_text, false)?;
-    write_text(&col.dir.join("meta").join("sizes"), &sizes_text(col, rows), false)
+    write_text(
+        &col.dir.join("meta").join("sizes"),
+        &sizes_text(col, rows),
+        false,
+    )
 }
 
 /// The text of a column's `meta/sizes` for `rows` rows (the commit record of an append).
