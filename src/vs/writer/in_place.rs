@@ -74,7 +74,8 @@ pub struct AppendSummary {
 
 /// Appends the rows of `reader` to an existing file, crash-safely (spec §13.3): the new blocks
 /// and a new `'$'` are written after the old `'$'` and synced; then the old `'$'` is replaced
-/// by the first new type byte and synced. A crash at any point leaves the old or the new file.
+/// by the first new type byte and synced. A crash at any point leaves the old or the new file;
+/// an error before the commit cuts the file back to its length before the append.
 pub fn append(
     path: impl AsRef<Path>,
     reader: impl RecordBatchReader,
