@@ -5,6 +5,8 @@
 //! environment variable that tells it what to do; without the variable those tests return.
 
 mod common;
+#[path = "common/small_disk.rs"]
+mod small_disk;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -20,6 +22,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::vs::{self, LockKind, LockWait, ReaderBuilder, VsWriteOptions};
 use common::data;
+use small_disk::SmallDisk;
 
 /// Points `first..first+count` with vector [i, i + 0.5] and app_data {"i": i}.
 fn points(first: u64, count: u64) -> RecordBatch {
@@ -408,4 +411,65 @@ fn appending_to_or_deleting_from_a_non_vs_file_fails_cleanly() {
     let e = vs::compact(&path, LockWait::Block).unwrap_err();
     assert!(e.to_string().contains("bad signature"), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), b"VX\0\0$");
+}
+
+/// An append to `fixture` (copied onto a 1 MiB tmpfs) of its own points over and over, until
+/// the disk is full: the error is the full disk's, and the file is byte for byte what it was,
+/// with the disk's space back. Then a small append fits again.
+fn full_disk_append(fixture: &str, lenient_eof: bool) {
+    let Some(disk) = SmallDisk::mount(1 << 20) else {
+        return;
+    };
+    let path = disk.path().join(fixture);
+    std::fs::copy(data("vs").join(fixture), &path).unwrap();
+    let options = VsWriteOptions {
+        lenient_eof,
+        ..Default::default()
+    };
+    let own: Vec<RecordBatch> = ReaderBuilder::new()
+        .with_lenient_eof(lenient_eof)
+        .build(&path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let schema = own[0].schema();
+    let copies = vec![own[0].clone(); 2000];
+    let many = arrow::compute::concat_batches(&schema, &copies).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let free = disk.free_bytes();
+    let endless = std::iter::repeat_with(|| Ok(many.clone())).take(10_000);
+    let e = vs::append(
+        &path,
+        RecordBatchIterator::new(endless, schema.clone()),
+        &options,
+    )
+    .unwrap_err();
+    assert_eq!(e.io_kind(), Some(std::io::ErrorKind::StorageFull), "{e}");
+    assert!(e.to_string().contains(fixture), "{e}");
+    assert!(
+        std::fs::read(&path).unwrap() == before,
+        "{fixture}: the file changed"
+    );
+    assert_eq!(disk.free_bytes(), free, "{fixture}: the space is not back");
+    vs::append(
+        &path,
+        RecordBatchIterator::new(vec![Ok(own[0].clone())], schema),
+        &options,
+    )
+    .unwrap();
+    assert_eq!(
+        ReaderBuilder::new()
+            .build(&path)
+            .unwrap()
+            .map(|b| b.unwrap().num_rows())
+            .sum::<usize>(),
+        2 * own[0].num_rows()
+    );
+}
+
+#[test]
+fn an_append_that_fills_the_disk_leaves_the_file_as_it_was() {
+    full_disk_append("f64_r1_plain.vs", false);
+    // A file without '$' gets one for the append; it goes again with the rest.
+    full_disk_append("no_terminal.vs", true);
 }

@@ -286,3 +286,57 @@ fn failures_exit_1_and_leave_nothing_behind() {
     assert_fails(&arrowsmith(&["convert", p(&broken), p(&out)]), 1, "__3.blp");
     assert!(!out.exists());
 }
+
+#[test]
+fn two_appends_at_once_keep_both_appends_rows() {
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    // The rows of ctable_zipline_like, many times over: an append long enough to overlap.
+    let small = tmp.path().join("small.parquet");
+    assert_ok(&arrowsmith(&[
+        "convert",
+        p(&fixture("ctable_zipline_like")),
+        p(&small),
+    ]));
+    let table = read_parquet(&small);
+    let copies = vec![table.clone(); 150];
+    let many = arrow::compute::concat_batches(&table.schema(), &copies).unwrap();
+    let input = tmp.path().join("many.parquet");
+    let file = std::fs::File::create(&input).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, many.schema(), None).unwrap();
+    writer.write(&many).unwrap();
+    writer.close().unwrap();
+    let n = many.num_rows() as u64;
+
+    let out = tmp.path().join("bars.bcolz");
+    assert_ok(&arrowsmith(&["convert", p(&input), p(&out)]));
+    let out = Arc::new(out);
+    let input = Arc::new(input);
+    for round in 1..=6u64 {
+        let appenders: Vec<_> = (0..2)
+            .map(|_| {
+                let (input, out) = (input.clone(), out.clone());
+                std::thread::spawn(move || arrowsmith(&["convert", p(&input), p(&out), "--append"]))
+            })
+            .collect();
+        for appender in appenders {
+            assert_ok(&appender.join().unwrap());
+        }
+        let info = arrowsmith::bcolz::open_info(&*out).unwrap();
+        assert_eq!(
+            info.nrows,
+            n * (1 + 2 * round),
+            "round {round}: rows were lost"
+        );
+    }
+    // Nothing but the dataset's own files is left.
+    let verify = assert_ok(&arrowsmith(&["inspect", p(&out), "--verify"]));
+    assert!(verify.contains(&format!("{} rows", n * 13)), "{verify}");
+    for column in ["open", "id"] {
+        let names: Vec<String> = std::fs::read_dir(out.join(column).join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| n.starts_with("__")), "{names:?}");
+    }
+}

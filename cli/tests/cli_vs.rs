@@ -1,8 +1,11 @@
 //! `arrowsmith convert` both ways, `convert --append` and `inspect` on VS files.
 
 mod common;
+#[path = "../../tests/common/small_disk.rs"]
+mod small_disk;
 
-use common::{arrowsmith, assert_ok, data};
+use common::{arrowsmith, assert_fails, assert_ok, data};
+use small_disk::SmallDisk;
 
 use std::path::{Path, PathBuf};
 
@@ -182,16 +185,51 @@ fn a_signal_during_an_append_leaves_the_old_points() {
     assert!(err.contains("interrupted by signal 2"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), old);
 
-    // With the new blocks written and flushed, before the byte that commits them: the file
-    // still ends at its old '$' for every reader (what lies beyond is not part of it).
+    // With the new blocks written and flushed, before the byte that commits them: the blocks
+    // are cut off again, the file is as it was, byte for byte.
     let out = common::signalled_at("vs-append-commit", libc::SIGTERM, &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(143), "{err}");
-    let now = std::fs::read(&target).unwrap();
-    assert_eq!(now[..old.len()], old[..]);
+    assert_eq!(std::fs::read(&target).unwrap(), old);
     assert_eq!(inspect(&target)["rows"], 3);
 
     // Unsignalled, the append goes through.
     assert_ok(&cli!("convert", arrow, target, "--append"));
     assert_eq!(inspect(&target)["rows"], 6);
+}
+
+#[test]
+fn an_append_that_fills_the_disk_exits_1_and_leaves_the_file_as_it_was() {
+    let Some(disk) = SmallDisk::mount(1 << 20) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The fixture's 3 points, 20,000 times over: a few MB of blocks.
+    let once = dir.path().join("once.arrow");
+    assert_ok(&cli!("convert", fixture("f64_r1_plain.vs"), once));
+    let reader =
+        arrow::ipc::reader::FileReader::try_new(std::fs::File::open(&once).unwrap(), None).unwrap();
+    let schema = reader.schema();
+    let batch = reader.map(Result::unwrap).next().unwrap();
+    let many = arrow::compute::concat_batches(&schema, &vec![batch; 20_000]).unwrap();
+    let input = dir.path().join("many.arrow");
+    let mut writer =
+        arrow::ipc::writer::FileWriter::try_new(std::fs::File::create(&input).unwrap(), &schema)
+            .unwrap();
+    writer.write(&many).unwrap();
+    writer.finish().unwrap();
+
+    let store = disk.path().join("store.vs");
+    std::fs::copy(fixture("f64_r1_plain.vs"), &store).unwrap();
+    let before = std::fs::read(&store).unwrap();
+    let free = disk.free_bytes();
+    assert_fails(
+        &cli!("convert", input, store, "--append"),
+        1,
+        "No space left on device",
+    );
+    assert!(std::fs::read(&store).unwrap() == before, "the file changed");
+    assert_eq!(disk.free_bytes(), free, "the space is not back");
+    assert_ok(&cli!("convert", once, store, "--append"));
+    assert_eq!(inspect(&store)["rows"], 6);
 }

@@ -13,6 +13,8 @@ mod meta;
 mod reader;
 mod writer;
 
+/// Whether an appender waits for another one to finish or fails at once.
+pub use crate::vs::LockWait;
 pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
 pub use reader::{fragments, schema_of, Reader, ReaderBuilder};

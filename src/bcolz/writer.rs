@@ -36,7 +36,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, SchemaRef};
 
 use self::chunk::ChunkJob;
-use self::meta_files::{check_attrs, column_attrs, merge_carray_attrs, write_meta, write_text};
+use self::meta_files::{check_attrs, column_attrs, merge_carray_attrs, write_meta};
 use super::blosc;
 use super::durable;
 use super::json::python_string;
@@ -48,7 +48,7 @@ use crate::write::{BatchWriter, WriteSummary};
 
 pub(super) use self::column::{take_column, ChunkFiles, Column, Piece};
 pub(super) use self::jobs::{queue_full_chunks, queue_leftovers, ChunkJobs};
-pub(super) use self::meta_files::write_sizes;
+pub(super) use self::meta_files::{sizes_text, write_text};
 pub use self::options::{default_chunklen, NullPolicy, WriterOptions};
 
 /// The length `write()` assumes when choosing a column's chunklen before the row count is

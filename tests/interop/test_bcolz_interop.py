@@ -305,3 +305,75 @@ def test_arrowsmith_appends_to_what_bcolz_wrote(tmp_path, trim):
     after.flush()
     table = arrow_of(path, tmp_path)
     assert table.num_rows == 2 * n + 3
+
+
+def bcolz_table_and_rows(tmp_path, n, copies):
+    """A ctable bcolz wrote (leftover chunks, chunklen 1000) and an Arrow file of its rows
+    repeated `copies` times."""
+    cols = mixed_table(n, seed=11)
+    path = tmp_path / "t.bcolz"
+    ct = bcolz.ctable(columns=list(cols.values()), names=list(cols), rootdir=str(path), mode="w",
+                      chunklen=1000)
+    ct.flush()
+    once = tmp_path / "once.arrow"
+    interop.convert(path, once)
+    table = interop.read_ipc_file(once)
+    src = tmp_path / "rows.arrow"
+    with pa.OSFile(str(src), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        for _ in range(copies):
+            writer.write_table(table)
+    return path, cols, src
+
+
+def assert_bcolz_reads(path, cols, times):
+    ct = bcolz.open(str(path), mode="r")
+    assert len(ct) == times * len(cols["id"])
+    for name in cols:
+        want = np.concatenate([cols[name]] * times)
+        got = ct[name][:]
+        if got.dtype.kind in "fMm":
+            assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), name
+        else:
+            assert np.array_equal(got, want), name
+
+
+def test_two_arrowsmith_appends_at_once_are_both_kept(tmp_path):
+    import subprocess
+    path, cols, src = bcolz_table_and_rows(tmp_path, 2500, 40)
+    for round in range(3):
+        procs = [subprocess.Popen([interop.binary(), "convert", str(src), str(path), "--append",
+                                   "--bcolz-nulls-as-nan"], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        assert_bcolz_reads(path, cols, 1 + 2 * 40 * (round + 1))
+
+
+def test_an_append_that_fills_the_disk_leaves_what_bcolz_reads(tmp_path):
+    import shutil
+    import subprocess
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+                           capture_output=True, text=True)
+    if mount.returncode != 0:
+        pytest.skip("cannot mount a tmpfs (needs root): " + mount.stderr.strip())
+    try:
+        path, cols, src = bcolz_table_and_rows(tmp_path, 2500, 200)
+        on_disk = disk / "t.bcolz"
+        shutil.copytree(path, on_disk)
+        listing = sorted(str(p.relative_to(on_disk)) for p in on_disk.rglob("*"))
+        proc = interop.run("convert", src, on_disk, "--append", "--bcolz-nulls-as-nan")
+        assert proc.returncode == 1, interop.describe(proc)
+        assert "No space left" in proc.stderr, interop.describe(proc)
+        assert sorted(str(p.relative_to(on_disk)) for p in on_disk.rglob("*")) == listing
+        assert_bcolz_reads(on_disk, cols, 1)
+        # bcolz keeps appending to it.
+        ct = bcolz.open(str(on_disk), mode="a")
+        ct.append([cols[name] for name in cols])
+        ct.flush()
+        assert_bcolz_reads(on_disk, cols, 2)
+    finally:
+        subprocess.run(["umount", str(disk)])

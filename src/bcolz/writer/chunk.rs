@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use super::column::{ChunkFiles, Piece};
 use super::encode::{direct_bytes, encode_piece};
+use crate::bcolz::append::{beside, TEMP_SUFFIX};
 use crate::bcolz::blosc::{self, Codec, Shuffle};
 use crate::bcolz::durable;
 use crate::error::{Error, ErrorClass, Result};
@@ -106,13 +107,16 @@ fn compress_and_write(spec: &ChunkSpec, k: u64, src: &[u8], file: &mut Vec<u8>) 
             drop(f);
             queue.flush_later(path);
         }
-        ChunkFiles::Live => {
-            let temp = spec.data_dir.join(format!(".__{k}.blp.arrowsmith-tmp"));
-            let mut f = fs::File::create(&temp).map_err(|e| Error::from(e).with_file(&temp))?;
-            f.write_all(file)
-                .and_then(|_| f.sync_all())
-                .map_err(|e| Error::from(e).with_file(&temp))?;
-            fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))?;
+        ChunkFiles::Live(journal) => {
+            let temp = beside(&path, TEMP_SUFFIX);
+            let written = fs::File::create(&temp)
+                .and_then(|mut f| f.write_all(file).and_then(|_| f.sync_all()));
+            if let Err(e) = written {
+                // A full disk: the part written goes back to it at once.
+                let _ = fs::remove_file(&temp);
+                return Err(Error::from(e).with_file(&temp));
+            }
+            journal.replace(&temp, &path)?;
         }
     }
     Ok(cbytes as u64)

@@ -71,8 +71,10 @@ pub(in crate::bcolz) enum ChunkFiles {
     /// flushed again before it is renamed into place.
     SyncedLater(durable::SyncQueue),
     /// Into a live dataset (an append): under a temporary name, flushed (fsync) and renamed
-    /// over `__k.blp`, so a chunk file is never half-written or empty after a crash.
-    Live,
+    /// over `__k.blp` through the append's journal (which keeps the file it replaces until the
+    /// commit), so a chunk file is never half-written or empty after a crash, and a failed
+    /// append can be undone.
+    Live(crate::bcolz::append::Journal),
 }
 
 /// Rows waiting to be cut into chunks.

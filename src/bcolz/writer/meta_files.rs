@@ -16,7 +16,7 @@ use crate::bcolz::mapping::{Base, DType, ATTRS_KEY};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Writes a small text file (and a final newline); `sync` flushes it to disk before returning.
-pub(super) fn write_text(path: &Path, text: &str, sync: bool) -> Result<()> {
+pub(in crate::bcolz) fn write_text(path: &Path, text: &str, sync: bool) -> Result<()> {
     let mut f = fs::File::create(path).map_err(|e| Error::from(e).with_file(path))?;
     f.write_all(format!("{text}\n").as_bytes())
         .and_then(|_| if sync { f.sync_all() } else { Ok(()) })
@@ -43,26 +43,25 @@ pub(super) fn write_meta(col: &Column, rows: u64, options: &WriterOptions) -> Re
     );
     write_text(&col.dir.join("meta").join("storage"), &storage, false)?;
     write_text(&col.dir.join("__attrs__"), &col.attrs_text, false)?;
-    write_sizes(col, rows, false)
+    write_text(
+        &col.dir.join("meta").join("sizes"),
+        &sizes_text(col, rows),
+        false,
+    )
 }
 
-/// `meta/sizes`, written to a temporary file (flushed to disk if `sync`) and renamed into
-/// place: the commit record of an append.
-pub(in crate::bcolz) fn write_sizes(col: &Column, rows: u64, sync: bool) -> Result<()> {
+/// The text of a column's `meta/sizes` for `rows` rows (the commit record of an append).
+pub(in crate::bcolz) fn sizes_text(col: &Column, rows: u64) -> String {
     let chunklen = col.chunklen.unwrap_or(1);
     let atom = col.atomsize_for(col.width) as u64;
     let mut shape = vec![rows.to_string()];
     shape.extend(col.row_shape.iter().map(|d| d.to_string()));
     let cbytes: u64 = col.chunks.iter().map(|c| c.1).sum::<u64>() + chunklen * atom;
-    let sizes = format!(
+    format!(
         "{{\"shape\": [{}], \"nbytes\": {}, \"cbytes\": {cbytes}}}",
         shape.join(", "),
         rows * atom
-    );
-    let path = col.dir.join("meta").join("sizes");
-    let temp = col.dir.join("meta").join(".sizes.arrowsmith-tmp");
-    write_text(&temp, &sizes, sync)?;
-    fs::rename(&temp, &path).map_err(|e| Error::from(e).with_file(&path))
+    )
 }
 
 /// `bcolz.attrs` checked (lenient JSON object) and made ASCII.

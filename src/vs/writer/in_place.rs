@@ -74,7 +74,8 @@ pub struct AppendSummary {
 
 /// Appends the rows of `reader` to an existing file, crash-safely (spec §13.3): the new blocks
 /// and a new `'$'` are written after the old `'$'` and synced; then the old `'$'` is replaced
-/// by the first new type byte and synced. A crash at any point leaves the old or the new file.
+/// by the first new type byte and synced. A crash at any point leaves the old or the new file;
+/// an error before the commit cuts the file back to its length before the append.
 pub fn append(
     path: impl AsRef<Path>,
     reader: impl RecordBatchReader,
@@ -109,15 +110,67 @@ fn append_inner(
             )));
         }
     }
-    let terminal = match terminal {
-        Some(t) => t,
-        None => {
-            // Lenient: the file ended at a block boundary. Give it its '$' first.
-            file.write_all_at(&[codec::TERMINAL], size)?;
-            file.sync_data()?;
-            size
-        }
+    if let Some(t) = terminal.filter(|&t| t + 1 < size) {
+        // What an append that died before its commit left beyond the '$': readers ignore it,
+        // and it is given back to the disk before anything new is written.
+        file.set_len(t + 1)?;
+        file.sync_data()?;
+    }
+    let committed = terminal.map_or(size, |t| t + 1);
+    let mut tail = UncommittedTail {
+        file,
+        committed,
+        armed: true,
     };
+    let has_terminal = terminal.is_some();
+    let terminal = terminal.unwrap_or(size);
+    let written = write_uncommitted(file, terminal, has_terminal, meta.is_none(), &plan, reader);
+    let (first, rows) = match written {
+        Ok(w) => w,
+        Err(e) => return Err(tail.roll_back(e)),
+    };
+    let Some(first) = first else {
+        tail.roll_back_quietly();
+        return Ok(AppendSummary {
+            rows: 0,
+            offset: terminal,
+        });
+    };
+    crash_point("before-commit");
+    crate::cancel::pause_point("vs-append-commit");
+    // The commit point: until the old '$' is replaced, readers see the old points.
+    if let Err(e) = crate::cancel::check() {
+        return Err(tail.roll_back(e));
+    }
+    if let Err(e) = file.write_all_at(&[first], terminal) {
+        return Err(tail.roll_back(e.into()));
+    }
+    // The commit byte is written: from here on the new points are the file's.
+    tail.armed = false;
+    file.sync_data()?;
+    Ok(AppendSummary {
+        rows,
+        offset: terminal,
+    })
+}
+
+/// Writes the new blocks and a new `'$'` after the `'$'` at `terminal` (written first if the
+/// file has none), all but their first byte, and syncs them. Returns the first
+/// byte (`None`: nothing to append) and the points written.
+fn write_uncommitted(
+    file: &File,
+    terminal: u64,
+    has_terminal: bool,
+    needs_meta: bool,
+    plan: &Plan,
+    reader: impl RecordBatchReader,
+) -> Result<(Option<u8>, u64)> {
+    use std::os::unix::fs::FileExt;
+    if !has_terminal {
+        // Lenient: the file ended at a block boundary. Give it its '$' first.
+        file.write_all_at(&[codec::TERMINAL], terminal)?;
+        file.sync_data()?;
+    }
     let mut pos = terminal + 1;
     let mut first: Option<u8> = None;
     let mut emit = |chunk: &[u8]| -> Result<()> {
@@ -135,7 +188,7 @@ fn append_inner(
         Ok(())
     };
     let mut buf = Vec::new();
-    if meta.is_none() {
+    if needs_meta {
         plan.meta_block(&mut buf);
         emit(&buf)?;
     }
@@ -149,29 +202,58 @@ fn append_inner(
         emit(&buf)?;
         rows += batch.num_rows() as u64;
     }
-    let Some(first) = first else {
-        return Ok(AppendSummary {
-            rows: 0,
-            offset: terminal,
-        });
-    };
-    file.write_all_at(&[codec::TERMINAL], pos)?;
-    pos += 1;
-    file.sync_data()?;
-    crash_point("before-commit");
-    crate::cancel::pause_point("vs-append-commit");
-    // The commit point: until the old '$' is replaced, readers see the old points.
-    crate::cancel::check()?;
-    file.write_all_at(&[first], terminal)?;
-    file.sync_data()?;
-    if pos < size {
-        file.set_len(pos)?;
-        file.sync_data()?;
+    if first.is_none() {
+        return Ok((None, 0));
     }
-    Ok(AppendSummary {
-        rows,
-        offset: terminal,
-    })
+    file.write_all_at(&[codec::TERMINAL], pos)?;
+    file.sync_data()?;
+    Ok((first, rows))
+}
+
+/// The bytes an append has written past the file's committed length and not yet committed:
+/// cut off again (the file back to its length before the append, the space back to the disk)
+/// unless the commit byte was written. Dropping it armed (a panic) cuts them off too.
+struct UncommittedTail<'a> {
+    file: &'a File,
+    /// The file's length before the append (after the cut of an earlier append's leftovers).
+    committed: u64,
+    armed: bool,
+}
+
+impl UncommittedTail<'_> {
+    /// Cuts the tail off after `error`; a failure to do so is added to the error.
+    fn roll_back(mut self, error: Error) -> Error {
+        self.armed = false;
+        match self
+            .file
+            .set_len(self.committed)
+            .and_then(|_| self.file.sync_data())
+        {
+            Ok(()) => error,
+            Err(e) => Error::new(
+                error.class(),
+                format!(
+                    "{}; cutting the file back to its {} committed bytes failed too ({e}): the \
+                     uncommitted bytes after its '$' stay until the next append removes them",
+                    error.message(),
+                    self.committed
+                ),
+            ),
+        }
+    }
+
+    fn roll_back_quietly(&mut self) {
+        if std::mem::take(&mut self.armed) {
+            let _ = self.file.set_len(self.committed);
+            let _ = self.file.sync_data();
+        }
+    }
+}
+
+impl Drop for UncommittedTail<'_> {
+    fn drop(&mut self) {
+        self.roll_back_quietly();
+    }
 }
 
 /// Test hook: with `ARROWSMITH_VS_CRASH_AT=<name>` in the environment the process dies here at
