@@ -94,29 +94,38 @@ impl<R: Read> RecordCap<R> {
                 }
             };
             if ends {
+                let end = self.offset + i as u64 + 1;
+                if end - self.record_start > self.cap {
+                    return Err(self.too_long());
+                }
                 self.records += 1;
-                self.last_end = self.offset + i as u64 + 1;
-                self.record_start = self.last_end;
+                self.last_end = end;
+                self.record_start = end;
             }
         }
         self.offset += bytes.len() as u64;
         if self.offset - self.record_start > self.cap {
-            return Err(Error::new(
-                ErrorClass::BadValue,
-                format!(
-                    "{} is longer than {} MiB, the most one may hold (a cap that bounds memory \
-                     on an input without line breaks); check that the input is {}",
-                    self.framing.what(),
-                    self.cap >> 20,
-                    match self.framing {
-                        Framing::Csv => "CSV and that its quotes are balanced",
-                        Framing::Ndjson => "NDJSON, one JSON value per line",
-                    }
-                ),
-            )
-            .at_offset(self.record_start));
+            return Err(self.too_long());
         }
         Ok(())
+    }
+
+    /// The error for the record open at `record_start`.
+    fn too_long(&self) -> Error {
+        Error::new(
+            ErrorClass::BadValue,
+            format!(
+                "{} is longer than {} MiB, the most one may hold (a cap that bounds memory \
+                     on an input without line breaks); check that the input is {}",
+                self.framing.what(),
+                self.cap >> 20,
+                match self.framing {
+                    Framing::Csv => "CSV and that its quotes are balanced",
+                    Framing::Ndjson => "NDJSON, one JSON value per line",
+                }
+            ),
+        )
+        .at_offset(self.record_start)
     }
 }
 
@@ -241,7 +250,10 @@ mod tests {
         let text = b"a\n1\n2\n3\n4\n".repeat(10_000);
         let input: Box<dyn Read + Send> = Box::new(Cursor::new(text.clone()));
         let started = TextInput::start(input, Framing::Csv, 3, Path::new("x")).unwrap();
-        assert_eq!(started.sample().get_ref(), b"a\n1\n2\n");
+        // Whole records only, however many the first read brought.
+        let sample = *started.sample().get_ref();
+        assert!(sample.len() >= 6 && sample.len() < text.len());
+        assert!(text.starts_with(sample) && sample.ends_with(b"\n"));
         let mut all = Vec::new();
         started.into_reader().read_to_end(&mut all).unwrap();
         assert_eq!(all, text);
