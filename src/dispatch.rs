@@ -9,42 +9,34 @@ use arrow_schema::SchemaRef;
 use crate::atomic::{self, Existing, Replaceable};
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::input::StreamInput;
 use crate::options::{ReadOptions, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
 
-/// Whether `path` names standard input or output (`-`): input is read as an Arrow IPC
-/// stream; output is written as one of the formats that stream (arrows, csv, ndjson).
+/// Whether `path` names standard input or output (`-`): input is read as a stream (an Arrow
+/// IPC stream unless another format is named); output is written as one of the formats that
+/// stream (arrows, csv, ndjson).
 pub fn is_stdin(path: &Path) -> bool {
     path == Path::new("-")
 }
 
-/// Opens any supported input as a stream of record batches. The path `-` is standard input,
-/// read as an Arrow IPC stream (what `pyarrow`, Polars' `write_ipc_stream` and DataFusion
-/// write to a pipe).
+/// Opens any supported input as a stream of record batches. The path `-` is standard input;
+/// it and any other input that is not a regular file or directory (a FIFO, a character
+/// device, a socket) are opened once and read front to back (see [`open_stream`]).
 pub fn open(
     path: impl AsRef<Path>,
     options: &ReadOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let path = path.as_ref();
+    if crate::input::is_stream(path) {
+        let (input, _) = StreamInput::open_as(path, options.format)?;
+        return open_stream(input, options);
+    }
     let format = match options.format {
         Some(f) => f,
         None => Format::detect(path)?,
     };
-    if is_stdin(path) {
-        if format != Format::ArrowStream {
-            return Err(Error::invalid_argument(format!(
-                "standard input (-) is read as an Arrow IPC stream (arrows), not as {}",
-                format.name()
-            )));
-        }
-        if options.scan.salvage {
-            return Err(Error::invalid_argument(
-                "salvage reads files of the legacy formats, not standard input",
-            ));
-        }
-        return ecosystem::ipc::open_stdin_stream(&options.scan);
-    }
     format.ensure_implemented().map_err(|e| e.with_file(path))?;
     if options.scan.salvage {
         check_salvage(format, options).map_err(|e| e.with_file(path))?;
@@ -107,6 +99,31 @@ pub fn open(
             Ok(Box::new(reader))
         }
         other => ecosystem::open(path, other, &scan),
+    }
+}
+
+/// Reads an input opened by [`StreamInput::open`] front to back: an Arrow IPC stream (what
+/// `pyarrow`, Polars' `write_ipc_stream` and DataFusion write to a pipe), CSV or NDJSON. Its
+/// format is `options.format`, else recognised by its first bytes, else by its name's
+/// extension; standard input with neither is an Arrow IPC stream.
+pub fn open_stream(
+    input: StreamInput,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let format = input.format(options.format)?;
+    let name = input.name().to_path_buf();
+    if options.scan.salvage {
+        return Err(Error::invalid_argument(
+            "salvage reads files of the legacy formats, not a stream",
+        )
+        .with_file(&name));
+    }
+    ecosystem::whole_only(format, &options.scan, &name)?;
+    let reader = input.into_reader();
+    match format {
+        Format::ArrowStream => ecosystem::ipc::read_stream(reader, &name, &options.scan),
+        Format::Csv => ecosystem::csv::read(reader, &name, &options.scan),
+        _ => ecosystem::ndjson::read(reader, &name, &options.scan),
     }
 }
 

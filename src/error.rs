@@ -307,6 +307,9 @@ impl Error {
                     }
                 },
             },
+            ArrowError::IoError(_, io) if io.get_ref().is_some_and(|e| e.is::<Error>()) => {
+                Error::from(io)
+            }
             ArrowError::IoError(message, io) => Error::new(ErrorClass::Io, message).with_source(io),
             other => Error::new(ErrorClass::Arrow, other.to_string()).with_source(other),
         }
@@ -354,7 +357,12 @@ impl std::error::Error for Error {
 
 impl From<std::io::Error> for Error {
     fn from(error: std::io::Error) -> Self {
-        Error::new(ErrorClass::Io, error.to_string()).with_source(error)
+        // A reader of ours that fails inside `io::Read` (a cap on a record's size) carries its
+        // own error there.
+        match error.downcast::<Error>() {
+            Ok(ours) => ours,
+            Err(error) => Error::new(ErrorClass::Io, error.to_string()).with_source(error),
+        }
     }
 }
 

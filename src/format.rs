@@ -53,8 +53,8 @@ impl Format {
         Format::Ndjson,
     ];
 
-    /// Whether a writer of the format only appends bytes, so that it can write to a pipe
-    /// (standard output): the Arrow IPC stream, CSV and NDJSON.
+    /// Whether the format is written and read front to back, so that it can go through a pipe
+    /// (standard output, standard input, a FIFO): the Arrow IPC stream, CSV and NDJSON.
     pub fn streams(self) -> bool {
         matches!(self, Format::ArrowStream | Format::Csv | Format::Ndjson)
     }
@@ -165,6 +165,8 @@ impl Format {
     }
 
     /// Recognises an existing input: magic bytes, then directory structure, then extension.
+    /// An input that is not a regular file or directory is not read: `-` is an Arrow IPC
+    /// stream, another one is known by its extension (see [`crate::StreamInput`]).
     pub fn detect(path: &Path) -> Result<Format> {
         if crate::is_stdin(path) {
             return Ok(Format::ArrowStream);
@@ -172,6 +174,10 @@ impl Format {
         let metadata = std::fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;
         let detected = if metadata.is_dir() {
             detect_directory(path)
+        } else if !metadata.is_file() {
+            // A FIFO, a device, a socket: reading its first bytes here would take them from
+            // whoever reads it next; `StreamInput` recognises it from the bytes it keeps.
+            None
         } else {
             let mut head = [0u8; 8];
             let n = read_prefix(path, &mut head).map_err(|e| Error::from(e).with_file(path))?;

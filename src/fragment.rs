@@ -82,11 +82,7 @@ pub fn fragments(
     target_rows: usize,
 ) -> Result<Vec<Fragment>> {
     let path = path.as_ref();
-    if crate::dispatch::is_stdin(path) {
-        return Err(Error::invalid_argument(
-            "standard input cannot be split into fragments; read it whole",
-        ));
-    }
+    crate::input::refuse_stream(path, "listing fragments")?;
     let format = match options.format {
         Some(f) => f,
         None => Format::detect(path)?,

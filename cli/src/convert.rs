@@ -10,7 +10,7 @@ use arrowsmith::{
 };
 
 use super::progress::Progress;
-use super::{input_format, print_err, projection, CliResult, ConvertArgs, Failure};
+use super::{print_err, projection, CliResult, ConvertArgs, Failure};
 
 pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
@@ -27,7 +27,7 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
-    let from = input_format(&args.input, args.from)?;
+    let (from, stream) = super::open_input(&args.input, args.from)?;
     let to = match args.to {
         Some(format) => format,
         // Appending: the target exists, so its structure tells.
@@ -39,7 +39,7 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     super::dataseries::check_read_args_for(from, Some(to), &args.ds_read)?;
     to.ensure_implemented()
         .map_err(|e| e.with_file(&args.output))?;
-    check_format_options(&args, to)?;
+    check_format_options(&args, from, to)?;
     if args.filo_dictionary && from != Format::Filo {
         return Err(Error::invalid_argument("--filo-dictionary applies to filo input").into());
     }
@@ -124,7 +124,10 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             })?;
             arrowsmith::open_fragment(fragment, &read_options)?
         }
-        None => arrowsmith::open(&args.input, &read_options)?,
+        None => match stream {
+            Some(input) => arrowsmith::open_stream(input, &read_options)?,
+            None => arrowsmith::open(&args.input, &read_options)?,
+        },
     };
     if args.append && to == Format::Vs {
         return append(args, reader, write_options);
@@ -229,7 +232,7 @@ fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
 }
 
 /// Options that belong to one output format are refused with another, rather than ignored.
-fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()> {
+fn check_format_options(args: &ConvertArgs, from: Format, to: Format) -> arrowsmith::Result<()> {
     let refuse = |option: &str, applies: &str| {
         Err(Error::invalid_argument(format!(
             "{option} applies to {applies} output, not {to}"
@@ -304,8 +307,7 @@ fn check_format_options(args: &ConvertArgs, to: Format) -> arrowsmith::Result<()
     if args.append && !matches!(to, Format::Vs | Format::Bcolz) {
         return refuse("--append", "vs and bcolz");
     }
-    let from_vs = args.from == Some(Format::Vs)
-        || (args.from.is_none() && Format::detect(&args.input).ok() == Some(Format::Vs));
+    let from_vs = from == Format::Vs;
     if (args.varint.is_some() || args.app_data.is_some()) && !from_vs {
         return Err(Error::invalid_argument(
             "--varint and --app-data apply to vs input",

@@ -16,6 +16,7 @@ Examples:
   arrowsmith convert trace.ds part-3.parquet --fragment 3 --target-rows 500000";
 
 pub(crate) fn run(args: FragmentsArgs) -> CliResult {
+    arrowsmith::input::refuse_stream(&args.input, "listing fragments")?;
     let format = input_format(&args.input, args.from)?;
     super::dataseries::check_read_args(format, &args.ds_read)?;
     let options = ReadOptions {

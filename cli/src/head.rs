@@ -13,7 +13,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use arrowsmith::{Error, ReadOptions, ScanOptions, DEFAULT_BATCH_SIZE};
 
-use super::{input_format, print_out, projection, CliResult, HeadArgs};
+use super::{print_out, projection, CliResult, HeadArgs};
 
 /// Characters a cell shows at most, the `…` included (Polars' default string length).
 pub(crate) const MAX_CELL_CHARS: usize = 32;
@@ -21,7 +21,7 @@ pub(crate) const MAX_CELL_CHARS: usize = 32;
 pub(crate) const LIST_HEAD: usize = 3;
 
 pub(crate) fn run(args: HeadArgs) -> CliResult {
-    let format = input_format(&args.input, args.from)?;
+    let (format, stream) = super::open_input(&args.input, args.from)?;
     super::dataseries::check_read_args(format, &args.ds_read)?;
     let mut options = ReadOptions::for_format(format);
     options.scan = ScanOptions {
@@ -31,7 +31,10 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
         ..Default::default()
     };
     options.format_options.filo_type = args.filo_type;
-    let reader = super::dataseries::open(&args.input, &options, &args.ds_read)?;
+    let reader = match stream {
+        Some(input) => arrowsmith::open_stream(input, &options)?,
+        None => super::dataseries::open(&args.input, &options, &args.ds_read)?,
+    };
     let schema = reader.schema();
     let mut batches = Vec::new();
     for batch in reader {

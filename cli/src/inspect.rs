@@ -11,6 +11,7 @@ use super::{cli_spelling, input_format, print_out, CliResult, Failure, InspectAr
 
 pub(crate) fn run(args: InspectArgs) -> CliResult {
     let path = args.input.as_path();
+    arrowsmith::input::refuse_stream(path, "inspect")?;
     let format = input_format(path, args.from)?;
     super::dataseries::check_read_args(format, &args.ds_read)?;
     let mut read = ReadOptions::for_format(format);

@@ -451,6 +451,19 @@ pub(crate) fn input_format(path: &Path, named: Option<Format>) -> arrowsmith::Re
     Ok(format)
 }
 
+/// The input's format, and the input itself when it is a stream (standard input, a FIFO, a
+/// device): that is opened once, here, and recognised by the first bytes it keeps.
+pub(crate) fn open_input(
+    path: &Path,
+    named: Option<Format>,
+) -> arrowsmith::Result<(Format, Option<arrowsmith::StreamInput>)> {
+    if arrowsmith::input::is_stream(path) {
+        let (input, format) = arrowsmith::StreamInput::open_as(path, named)?;
+        return Ok((format, Some(input)));
+    }
+    Ok((input_format(path, named)?, None))
+}
+
 /// A projection by column names, if any were given.
 pub(crate) fn projection(columns: &Option<Vec<String>>) -> Option<arrowsmith::Projection> {
     columns

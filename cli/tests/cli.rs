@@ -1340,3 +1340,302 @@ fn a_reader_that_goes_away_ends_a_conversion_to_standard_output_quietly() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(stderr(&out), "");
 }
+
+/// Runs `arrowsmith ARGS...` with its address space capped at `memory` bytes (so that an
+/// input whose parts grow without end fails the run instead of the machine), failing the test
+/// if it runs longer than `seconds`. Its standard input is `input`, written by a thread until
+/// the program stops reading (an endless producer ends with a broken pipe).
+fn arrowsmith_capped(
+    args: &[&str],
+    memory: u64,
+    seconds: u64,
+    input: impl FnOnce(std::process::ChildStdin) + Send + 'static,
+) -> Output {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_arrowsmith"));
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: memory,
+                rlim_max: memory,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || input(stdin));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{args:?} still ran after {seconds} s; stderr: {}",
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Writes `head` then `tail` over and over, until the reader goes away.
+fn endless(head: &'static [u8], tail: &'static [u8]) -> impl FnOnce(std::process::ChildStdin) {
+    move |mut stdin| {
+        use std::io::Write;
+        let block = tail.repeat((1 << 16) / tail.len().max(1));
+        if stdin.write_all(head).is_ok() {
+            while stdin.write_all(&block).is_ok() {}
+        }
+    }
+}
+
+const MEMORY_CAP: u64 = 2 << 30;
+
+#[test]
+fn endless_inputs_fail_with_bounded_memory() {
+    // /dev/zero is a stream of zeros without a line break: CSV and NDJSON fail at their cap on
+    // one record, an Arrow stream reads a zero length as its end (no schema: empty).
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("out.parquet");
+    let output = p(&output);
+    let zero = "/dev/zero";
+    let no_input = |_| {};
+    for (from, message) in [
+        ("csv", "a CSV record is longer than 256 MiB"),
+        ("ndjson", "an NDJSON line is longer than 256 MiB"),
+        ("arrows", "the stream is empty"),
+    ] {
+        let out = arrowsmith_capped(
+            &["convert", zero, output, "--from", from],
+            MEMORY_CAP,
+            120,
+            no_input,
+        );
+        assert_fails(&out, 1, message);
+        assert!(stderr(&out).contains(zero), "{}", stderr(&out));
+    }
+    // The formats that seek are refused on a device before anything is read.
+    for (from, extra) in [
+        ("jay", None),
+        ("filo-vector", Some(["--filo-type", "Long"])),
+        ("vs", None),
+        ("dataseries", None),
+        ("parquet", None),
+        ("arrow", None),
+    ] {
+        let mut args = vec!["convert", zero, output, "--from", from];
+        args.extend(extra.iter().flatten());
+        let out = arrowsmith_capped(&args, MEMORY_CAP, 30, no_input);
+        assert_fails(&out, 2, &format!("{zero}: {from} input is read from a"));
+        assert!(
+            stderr(&out).contains("character device"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A valid start, then one record that never ends: in the records schema inference reads,
+    // and after them, where arrow's reader holds it.
+    for (args, head, tail, message) in [
+        (
+            ["--from", "csv"],
+            &b"a,b\n1,2\n"[..],
+            &b"3"[..],
+            "a CSV record",
+        ),
+        (
+            ["--from", "csv"],
+            &b"a,b\n1,2\n1,\""[..],
+            &b"a quoted field, line after line\n"[..],
+            "a CSV record",
+        ),
+        (
+            ["--from", "ndjson"],
+            &b"{\"a\": 1}\n{\"a\": \""[..],
+            &b"y"[..],
+            "an NDJSON line",
+        ),
+    ] {
+        let out = arrowsmith_capped(
+            &["convert", "-", output, args[0], args[1]],
+            MEMORY_CAP,
+            120,
+            endless(head, tail),
+        );
+        assert_fails(&out, 1, message);
+    }
+    let many_lines: &'static [u8] = Box::leak(
+        std::iter::once(&b"a,b\n"[..])
+            .chain(std::iter::repeat_n(&b"1,2\n"[..], 3000))
+            .collect::<Vec<_>>()
+            .concat()
+            .into_boxed_slice(),
+    );
+    let out = arrowsmith_capped(
+        &["convert", "-", output, "--from", "csv"],
+        MEMORY_CAP,
+        120,
+        endless(many_lines, b"4"),
+    );
+    assert_fails(&out, 1, "a CSV record is longer than 256 MiB");
+    assert!(stderr(&out).contains("at byte 12004"), "{}", stderr(&out));
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let name = std::ffi::CString::new(p(path)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Runs `arrowsmith ARGS...` while a thread writes `bytes` into the FIFO `fifo` (if any) and
+/// closes it; fails the test if the program runs longer than 60 s (a FIFO opened twice waits
+/// for a second writer that never comes).
+fn arrowsmith_with_fifo(args: &[&str], fifo: &Path, bytes: Option<Vec<u8>>) -> Output {
+    use std::process::Stdio;
+    if let Some(bytes) = bytes {
+        let fifo = fifo.to_path_buf();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            // The open waits for the reader; a reader that stops early breaks the pipe.
+            let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            let _ = writer.write_all(&bytes);
+        });
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{args:?} hangs; stderr: {}", stderr(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_or_device_is_opened_once_and_read_as_a_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = plain_batch(3000);
+    let mut bytes = std::collections::HashMap::new();
+    for name in ["arrows", "csv", "ndjson", "parquet", "jay"] {
+        let file = dir.path().join(format!("in.{name}"));
+        write(&file, format(name), &batch, 700);
+        bytes.insert(name, std::fs::read(&file).unwrap());
+    }
+    let output = dir.path().join("out.arrow");
+
+    // The Arrow stream recognised by its first bytes (the FIFO has no extension), CSV by the
+    // FIFO's extension, NDJSON as named.
+    for (fifo_name, from, named) in [
+        ("p", "arrows", None),
+        ("p.csv", "csv", None),
+        ("q", "ndjson", Some("ndjson")),
+    ] {
+        let fifo = dir.path().join(fifo_name);
+        mkfifo(&fifo);
+        let mut args = vec!["convert", p(&fifo), p(&output)];
+        if let Some(named) = named {
+            args.extend(["--from", named]);
+        }
+        let out = arrowsmith_with_fifo(&args, &fifo, Some(bytes[from].clone()));
+        assert_ok_quietly(&out);
+        assert_same_values(&batch, &read_one(&output, Format::Arrow), from);
+        std::fs::remove_file(&output).unwrap();
+
+        let out = arrowsmith_with_fifo(
+            &["head", p(&fifo), "-n", "3", "--from", from],
+            &fifo,
+            Some(bytes[from].clone()),
+        );
+        assert!(
+            assert_ok_quietly(&out).contains("plain 1"),
+            "{}",
+            stdout(&out)
+        );
+        std::fs::remove_file(&fifo).unwrap();
+    }
+
+    // Formats that seek: recognised from the FIFO's first bytes and refused, or refused as
+    // named before the FIFO is opened (no writer ever comes); inspect refuses any stream.
+    for from in ["jay", "parquet"] {
+        let fifo = dir.path().join(format!("r-{from}"));
+        mkfifo(&fifo);
+        let out = arrowsmith_with_fifo(
+            &["convert", p(&fifo), p(&output)],
+            &fifo,
+            Some(bytes[from].clone()),
+        );
+        assert_fails(
+            &out,
+            2,
+            &format!("{}: {from} input is read from a", p(&fifo)),
+        );
+        assert!(stderr(&out).contains("a FIFO"), "{}", stderr(&out));
+    }
+    let fifo = dir.path().join("r");
+    mkfifo(&fifo);
+    let out = arrowsmith_with_fifo(
+        &["convert", p(&fifo), p(&output), "--from", "vs"],
+        &fifo,
+        None,
+    );
+    assert_fails(&out, 2, "vs input is read from a regular file");
+    let out = arrowsmith_with_fifo(&["inspect", p(&fifo)], &fifo, None);
+    assert_fails(&out, 2, "inspect reads a file, and this is a FIFO");
+    assert!(!output.exists());
+
+    // /dev/stdin is a stream too, and standard input takes CSV when named.
+    let out = arrowsmith_with_stdin(&["convert", "/dev/stdin", p(&output)], &bytes["arrows"]);
+    assert_ok_quietly(&out);
+    assert_same_values(&batch, &read_one(&output, Format::Arrow), "/dev/stdin");
+    std::fs::remove_file(&output).unwrap();
+    let out = arrowsmith_with_stdin(
+        &["convert", "-", p(&output), "--from", "csv"],
+        &bytes["csv"],
+    );
+    assert_ok_quietly(&out);
+    assert_same_values(&batch, &read_one(&output, Format::Arrow), "csv on stdin");
+}
+
+#[test]
+fn every_streaming_output_ends_quietly_when_its_reader_goes_away() {
+    // Far more output than a pipe and the writer's buffer hold, so the writer meets the
+    // closed pipe (EPIPE) in the middle of a batch.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.arrows");
+    write(&input, Format::ArrowStream, &plain_batch(300_000), 50_000);
+    for to in ["csv", "ndjson", "arrows"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+            .args(["convert", p(&input), "-", "--to", to])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = vec![0u8; 1000];
+        use std::io::Read;
+        child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{to}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{to}");
+    }
+}

@@ -72,15 +72,16 @@ pub(crate) fn open_stream(
 /// What errors name as the file when the stream comes from standard input.
 pub const STDIN_NAME: &str = "<stdin>";
 
-/// An Arrow IPC stream on standard input, e.g. piped from Polars, DataFusion or pyarrow. Its
+/// An Arrow IPC stream read front to back from `input`: standard input or another stream
+/// (a FIFO, a socket), e.g. piped from Polars, DataFusion or pyarrow; errors name `path`. Its
 /// size is unknown, so buffers grow with the bytes that actually arrive rather than with the
 /// lengths the messages claim.
-pub(crate) fn open_stdin_stream(
+pub(crate) fn read_stream(
+    input: Box<dyn Read + Send>,
+    path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let path = Path::new(STDIN_NAME);
-    let reader =
-        IpcReader::open_stream_from(Box::new(io::stdin()), None).map_err(|e| e.with_file(path))?;
+    let reader = IpcReader::open_stream_from(input, None).map_err(|e| e.with_file(path))?;
     adapt(reader, path, options)
 }
 

@@ -14,6 +14,7 @@ pub mod csv;
 pub mod ipc;
 pub mod ndjson;
 pub mod parquet;
+pub mod records;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -95,7 +96,7 @@ pub fn fragments(path: &Path, format: Format, target_rows: usize) -> Result<Vec<
 }
 
 /// Refuses a fragment range other than the whole input, for the formats read whole.
-fn whole_only(format: Format, options: &ScanOptions, path: &Path) -> Result<()> {
+pub(crate) fn whole_only(format: Format, options: &ScanOptions, path: &Path) -> Result<()> {
     match options.range {
         None | Some(FragmentRange::Whole) => Ok(()),
         Some(other) => Err(other

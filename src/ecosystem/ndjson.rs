@@ -3,7 +3,7 @@
 //! a key that inference did not see is an error rather than silently dropped.
 
 use std::fs::File;
-use std::io::{BufReader, Seek};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,6 +14,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{Schema, SchemaRef};
 use serde::Serialize;
 
+use super::records::{Framing, TextInput};
 use super::{Adapted, InFile, ProjectionPlan, INFER_SCHEMA_RECORDS};
 use crate::atomic::{Destination, StreamOutput};
 use crate::error::Result;
@@ -22,18 +23,31 @@ use crate::options::WriteOptions;
 use crate::scan::ScanOptions;
 use crate::write::{BatchWriter, WriteSummary};
 
-fn infer(reader: &mut BufReader<File>, path: &Path) -> Result<(Schema, usize)> {
-    let inferred = infer_json_schema(&mut *reader, Some(INFER_SCHEMA_RECORDS)).in_file(path)?;
-    reader.rewind().in_file(path)?;
-    Ok(inferred)
+/// The input with the lines inference looks at kept.
+fn start(input: Box<dyn Read + Send>, name: &Path) -> Result<TextInput> {
+    TextInput::start(input, Framing::Ndjson, INFER_SCHEMA_RECORDS as u64, name)
+}
+
+fn infer(input: &TextInput, name: &Path) -> Result<(Schema, usize)> {
+    infer_json_schema(input.sample(), Some(INFER_SCHEMA_RECORDS)).in_file(name)
 }
 
 pub(crate) fn open(
     path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let mut reader = BufReader::new(File::open(path).in_file(path)?);
-    let (schema, _) = infer(&mut reader, path)?;
+    read(Box::new(File::open(path).in_file(path)?), path, options)
+}
+
+/// Reads NDJSON front to back from `input` (a file or a stream), naming `path` in errors
+/// (`<stdin>` for standard input).
+pub(crate) fn read(
+    input: Box<dyn Read + Send>,
+    path: &Path,
+    options: &ScanOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let input = start(input, path)?;
+    let (schema, _) = infer(&input, path)?;
     let plan = ProjectionPlan::new(options, &schema, path)?;
     let (schema, order, strict) = match plan {
         Some(plan) => (
@@ -46,7 +60,7 @@ pub(crate) fn open(
     let reader = ReaderBuilder::new(schema.clone())
         .with_batch_size(super::parsing_batch_size(options))
         .with_strict_mode(strict)
-        .build(reader)
+        .build(BufReader::new(input.into_reader()))
         .in_file(path)?;
     Ok(Box::new(Adapted::new(
         reader, schema, path, order, options,
@@ -113,8 +127,8 @@ pub struct NdjsonInfo {
 
 /// Infers the schema of an NDJSON file as reading it does.
 pub fn describe(path: &Path) -> Result<NdjsonInfo> {
-    let mut reader = BufReader::new(File::open(path).in_file(path)?);
-    let (_, records) = infer(&mut reader, path)?;
+    let input = start(Box::new(File::open(path).in_file(path)?), path)?;
+    let (_, records) = infer(&input, path)?;
     Ok(NdjsonInfo {
         records_inferred_from: records,
         inference_limit: INFER_SCHEMA_RECORDS,

@@ -137,6 +137,7 @@ pub fn inspect_with_progress(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Report> {
     let path = path.as_ref();
+    crate::input::refuse_stream(path, "inspect")?;
     let format = match options.read.format {
         Some(format) => format,
         None => Format::detect(path)?,
