@@ -1492,13 +1492,6 @@ fn endless_inputs_fail_with_bounded_memory() {
     assert!(stderr(&out).contains("at byte 12004"), "{}", stderr(&out));
 }
 
-/// Makes a FIFO at `path`.
-fn mkfifo(path: &Path) {
-    let name = std::ffi::CString::new(p(path)).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0, "mkfifo");
-}
-
 /// Runs `arrowsmith ARGS...` while a thread writes `bytes` into the FIFO `fifo` (if any) and
 /// closes it; fails the test if the program runs longer than 60 s (a FIFO opened twice waits
 /// for a second writer that never comes).
