@@ -22,7 +22,8 @@ pub const INFERENCE_BYTES: u64 = 64 << 20;
 /// How records are delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Framing {
-    /// CSV: a record ends at a line break outside double quotes (`""` inside quotes is a quote).
+    /// CSV: a record ends at a line break (`\n`, `\r\n` or `\r`, as the `csv` crate reads
+    /// them) outside double quotes (`""` inside quotes is a quote).
     Csv,
     /// NDJSON: a record ends at a line break (JSON text holds none inside a value).
     Ndjson,
@@ -46,6 +47,8 @@ enum CsvState {
     Quoted,
     /// A quote inside a quoted field: the field's end, or the first half of `""`.
     QuoteInQuoted,
+    /// A carriage return ended a record; a line feed right after it ends none.
+    AfterCr,
 }
 
 /// A reader that follows record boundaries and fails on a record longer than the cap.
@@ -136,7 +139,9 @@ fn csv_step(state: CsvState, byte: u8) -> (CsvState, bool) {
         (Quoted, b'"') => (QuoteInQuoted, false),
         (Quoted, _) => (Quoted, false),
         (QuoteInQuoted, b'"') => (Quoted, false),
-        (FieldStart, b'"') => (Quoted, false),
+        (AfterCr, b'\n') => (FieldStart, false),
+        (FieldStart | AfterCr, b'"') => (Quoted, false),
+        (_, b'\r') => (AfterCr, true),
         (_, b'\n') => (FieldStart, true),
         (_, b',') => (FieldStart, false),
         _ => (Unquoted, false),
@@ -228,6 +233,8 @@ mod tests {
         assert_eq!(ends(Framing::Csv, b"a\n\"x\"\"\n\"\n"), (2, 9));
         // A quote inside an unquoted field is text, as the csv crate reads it.
         assert_eq!(ends(Framing::Csv, b"a\nx\"y\nz\n"), (3, 8));
+        assert_eq!(ends(Framing::Csv, b"a\r\nb\r\nc\rd\n"), (4, 10));
+        assert_eq!(ends(Framing::Csv, b"a\r\"x\ry\"\r\n"), (2, 8));
         assert_eq!(ends(Framing::Ndjson, b"{\"a\":\"\\\"\"}\n{}\n"), (2, 14));
     }
 
