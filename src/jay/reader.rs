@@ -366,9 +366,6 @@ impl ReaderBuilder {
             .scan
             .limit
             .map_or(last, |l| first + l.min(last - first));
-        let cap = self.max_dataless_rows.unwrap_or(DEFAULT_MAX_DATALESS_ROWS);
-        check_dataless_rows(&file.info, &columns, (end - first) as u64, cap)
-            .map_err(|e| attach_path(e, file.path()))?;
         if salvage.on {
             columns = verify_columns(&file, columns, first, end, &salvage);
             if columns.is_empty() && !salvage.report.is_empty() {
@@ -376,6 +373,9 @@ impl ReaderBuilder {
                 end = first;
             }
         }
+        let cap = self.max_dataless_rows.unwrap_or(DEFAULT_MAX_DATALESS_ROWS);
+        check_dataless_rows(&file.info, &columns, (end - first) as u64, cap)
+            .map_err(|e| attach_path(e, file.path()))?;
         let schema = Arc::new(all.project(&columns)?);
         let pipelined = (end - first).saturating_mul(columns.len()) >= PIPELINE_THRESHOLD;
         Ok(Reader {
