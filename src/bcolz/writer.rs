@@ -60,7 +60,7 @@ const UNKNOWN_LEN: u64 = 1 << 20;
 pub(crate) const DATASET: DatasetKind = DatasetKind {
     what: "bcolz dataset",
     marker: "__rootdirs__ or meta/sizes",
-    is_dataset: is_dataset,
+    is_dataset,
 };
 
 fn is_dataset(dir: &Path) -> bool {
