@@ -44,7 +44,6 @@ pub fn open(
         }
         return ecosystem::ipc::open_stdin_stream(&options.scan);
     }
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
     if options.scan.salvage {
         check_salvage(format, options).map_err(|e| e.with_file(path))?;
     }
@@ -133,7 +132,6 @@ pub fn create(
         None if is_stdin(path) => Format::ArrowStream,
         None => Format::for_output(path)?,
     };
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
     if is_stdin(path) && !format.streams() {
         return Err(Error::invalid_argument(format!(
             "{format} cannot be written to standard output (-): only arrows, csv and ndjson \
