@@ -67,8 +67,8 @@ pub(in crate::bcolz) fn write_sizes(col: &Column, rows: u64, sync: bool) -> Resu
 
 /// `bcolz.attrs` checked (lenient JSON object) and made ASCII.
 pub(super) fn check_attrs(text: &str) -> Result<String> {
-    let value = parse_lenient(text)
-        .map_err(|m| Error::new(ErrorClass::BadMeta, format!("bcolz.attrs: {m}")))?;
+    // The caller names the metadata field; the offset is into its text.
+    let value = parse_lenient(text)?;
     if !value.is_object() {
         return Err(Error::new(
             ErrorClass::BadMeta,
