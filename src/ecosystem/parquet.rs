@@ -32,6 +32,7 @@ mod footer;
 use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
+use crate::panic_guard::quietly;
 use crate::scan::{FragmentRange, ScanOptions};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -45,16 +46,15 @@ pub(crate) fn open(
     let file = EndOfFileIsAnError::open(path)?;
     // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
     // malformed ones (an integer of 16,777,216 bits).
-    let mut builder =
-        crate::panic_guard::quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
-            .map_err(|why| {
-                Error::new(
-                    ErrorClass::BadMeta,
-                    format!("the embedded Arrow schema is malformed: {why}"),
-                )
-                .with_file(path)
-            })?
-            .in_file(path)?;
+    let mut builder = quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
+        .map_err(|why| {
+            Error::new(
+                ErrorClass::BadMeta,
+                format!("the embedded Arrow schema is malformed: {why}"),
+            )
+            .with_file(path)
+        })?
+        .in_file(path)?;
     check_chunk_ranges(builder.metadata(), path)?;
     // The built reader's schema (and its batches') lose the schema-level metadata that the
     // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
@@ -196,7 +196,7 @@ impl Iterator for PanicsAsErrors {
 
     fn next(&mut self) -> Option<Self::Item> {
         let inner = self.inner.as_mut()?;
-        match crate::panic_guard::quietly(|| inner.next()) {
+        match quietly(|| inner.next()) {
             Ok(next) => next,
             Err(why) => {
                 self.inner = None;
