@@ -37,7 +37,6 @@ pub fn open(
         Some(f) => f,
         None => Format::detect(path)?,
     };
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
     if options.scan.salvage {
         check_salvage(format, options).map_err(|e| e.with_file(path))?;
     }
@@ -159,7 +158,6 @@ pub fn create(
         None if is_stdin(path) => Format::ArrowStream,
         None => Format::for_output(path)?,
     };
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
     if is_stdin(path) && !format.streams() {
         return Err(Error::invalid_argument(format!(
             "{format} cannot be written to standard output (-): only arrows, csv and ndjson \

@@ -5,10 +5,20 @@
 //! `ArrowError::ExternalError`, so it survives the `RecordBatchReader` interface and can be
 //! recovered with [`Error::from_arrow`].
 //!
-//! The error it was caused by stays attached as [`std::error::Error::source`]: an
-//! [`std::io::Error`] (whose kind [`Error::io_kind`] reads without parsing text), a
-//! [`parquet::errors::ParquetError`] or an [`ArrowError`], so a caller can tell a missing file from
-//! a permission problem from bad data by type, not by message.
+//! The error it was caused by stays attached as [`Error::cause`]: an [`std::io::Error`] (whose
+//! kind [`Error::io_kind`] reads without parsing text), a [`parquet::errors::ParquetError`] or an
+//! [`ArrowError`], so a caller can tell a missing file from a permission problem from bad data by
+//! type, not by message.
+//!
+//! # Display and `source()`
+//!
+//! An error's text is printed once, whoever prints it. [`Display`](fmt::Display) is the whole
+//! message: the location, what was wrong, the class and the cause's own text (unless the message
+//! already holds it), so the command line's `error:` line, a Python exception's `str()` and a
+//! DataFusion error (which prints only the `Display` of what it wraps) need nothing else.
+//! [`std::error::Error::source`] therefore skips the cause, whose text `Display` already
+//! shows, and returns the cause's own source, the next error not yet printed: a printer that walks
+//! the chain (`anyhow`'s `{:#}`) shows each text once. The cause itself is [`Error::cause`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -136,9 +146,11 @@ pub struct ColumnRef {
 /// - [`file`](Error::file), [`column`](Error::column), [`field`](Error::field),
 ///   [`offset`](Error::offset) and [`row`](Error::row) locate it; each `with_*` / `at_*` keeps the
 ///   innermost location, so a reader deep in a file is not overruled by its caller.
-/// - [`source`](std::error::Error::source) is the underlying error, when another library raised
-///   it: [`std::io::Error`] (see [`io_kind`](Error::io_kind)),
-///   [`parquet::errors::ParquetError`] or [`ArrowError`]. Downcast it to inspect it.
+/// - [`cause`](Error::cause) is the underlying error, when another library raised it:
+///   [`std::io::Error`] (see [`io_kind`](Error::io_kind)), [`parquet::errors::ParquetError`] or
+///   [`ArrowError`]. Downcast it to inspect it. Its text is part of this error's `Display`, so
+///   [`source`](std::error::Error::source) returns the cause's own source, not the cause (see the
+///   module docs).
 ///
 /// Readers return it inside [`ArrowError::ExternalError`]; [`Error::from_arrow`] and
 /// `Error::from(ArrowError)` take it back out with its source intact.
@@ -150,8 +162,14 @@ pub struct ColumnRef {
 /// assert_eq!(error.class(), arrowsmith::ErrorClass::Io);
 /// assert_eq!(error.io_kind(), Some(ErrorKind::NotFound));
 /// ```
-#[derive(Debug)]
 pub struct Error {
+    // Boxed, so that a `Result` of a small value stays small on the paths that decode every
+    // value (a variable32 slot, an LZO step) and only the error path pays for the allocation.
+    inner: Box<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     class: ErrorClass,
     message: String,
     file: Option<PathBuf>,
@@ -166,14 +184,16 @@ impl Error {
     /// An error of `class` saying `message`, with no location and no source yet.
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
         Error {
-            class,
-            message: message.into(),
-            file: None,
-            column: None,
-            field: None,
-            offset: None,
-            row: None,
-            source: None,
+            inner: Box::new(Inner {
+                class,
+                message: message.into(),
+                file: None,
+                column: None,
+                field: None,
+                offset: None,
+                row: None,
+                source: None,
+            }),
         }
     }
 
@@ -189,16 +209,16 @@ impl Error {
 
     /// Names the file, unless a more specific location already named one.
     pub fn with_file(mut self, path: impl AsRef<Path>) -> Self {
-        if self.file.is_none() {
-            self.file = Some(path.as_ref().to_path_buf());
+        if self.inner.file.is_none() {
+            self.inner.file = Some(path.as_ref().to_path_buf());
         }
         self
     }
 
     /// Names the column (position and name), unless an inner call already named one.
     pub fn with_column(mut self, index: usize, name: Option<&str>) -> Self {
-        if self.column.is_none() {
-            self.column = Some(ColumnRef {
+        if self.inner.column.is_none() {
+            self.inner.column = Some(ColumnRef {
                 index,
                 name: name.map(str::to_owned),
             });
@@ -208,65 +228,71 @@ impl Error {
 
     /// Names the metadata field, unless an inner call already named one.
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
-        if self.field.is_none() {
-            self.field = Some(field.into());
+        if self.inner.field.is_none() {
+            self.inner.field = Some(field.into());
         }
         self
     }
 
     /// Gives the byte offset in the file, unless an inner call already gave one.
     pub fn at_offset(mut self, offset: u64) -> Self {
-        if self.offset.is_none() {
-            self.offset = Some(offset);
+        if self.inner.offset.is_none() {
+            self.inner.offset = Some(offset);
         }
         self
     }
 
     /// Gives the row, unless an inner call already gave one.
     pub fn at_row(mut self, row: u64) -> Self {
-        if self.row.is_none() {
-            self.row = Some(row);
+        if self.inner.row.is_none() {
+            self.inner.row = Some(row);
         }
         self
     }
 
-    /// Attaches the error that caused this one, returned by [`std::error::Error::source`].
+    /// Attaches the error that caused this one, returned by [`Error::cause`]; its text becomes
+    /// part of this error's `Display`.
     pub fn with_source(self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.with_boxed_source(Box::new(source))
     }
 
     fn with_boxed_source(mut self, source: Source) -> Self {
-        self.source = Some(source);
+        self.inner.source = Some(source);
         self
     }
 
     /// What went wrong, as a stable class.
     pub fn class(&self) -> ErrorClass {
-        self.class
+        self.inner.class
     }
     /// What was found and what was expected, without the location.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
     /// The file the error is in, if one is known.
     pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
+        self.inner.file.as_deref()
     }
     /// The column the error is in, if one is known.
     pub fn column(&self) -> Option<&ColumnRef> {
-        self.column.as_ref()
+        self.inner.column.as_ref()
     }
     /// The metadata field the error is in, if one is known.
     pub fn field(&self) -> Option<&str> {
-        self.field.as_deref()
+        self.inner.field.as_deref()
     }
     /// The byte offset in the file, if one is known.
     pub fn offset(&self) -> Option<u64> {
-        self.offset
+        self.inner.offset
     }
     /// The row, if one is known.
     pub fn row(&self) -> Option<u64> {
-        self.row
+        self.inner.row
+    }
+    /// The error that caused this one, when another library raised it. Its text is already part
+    /// of this error's `Display`.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.inner.source.as_deref()
     }
 
     /// The kind of the [`std::io::Error`] that caused this error, if one did.
@@ -274,7 +300,9 @@ impl Error {
     /// It looks through the whole chain of sources, so an I/O error that Arrow or Parquet wrapped
     /// is found too. `None` means the data or the request was at fault, not the system.
     pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
-        let mut cause = std::error::Error::source(self);
+        let mut cause = self
+            .cause()
+            .map(|c| c as &(dyn std::error::Error + 'static));
         while let Some(error) = cause {
             if let Some(io) = error.downcast_ref::<std::io::Error>() {
                 return Some(io.kind());
@@ -318,28 +346,28 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(file) = &self.file {
+        if let Some(file) = &self.inner.file {
             write!(f, "{}: ", file.display())?;
         }
-        if let Some(column) = &self.column {
+        if let Some(column) = &self.inner.column {
             match &column.name {
                 Some(name) => write!(f, "column {} {:?}: ", column.index, name)?,
                 None => write!(f, "column {}: ", column.index)?,
             }
         }
-        if let Some(field) = &self.field {
+        if let Some(field) = &self.inner.field {
             write!(f, "{field}: ")?;
         }
-        if let Some(row) = self.row {
+        if let Some(row) = self.inner.row {
             write!(f, "row {row}: ")?;
         }
-        if let Some(offset) = self.offset {
+        if let Some(offset) = self.inner.offset {
             write!(f, "at byte {offset}: ")?;
         }
-        write!(f, "{} [{}]", self.message, self.class)?;
-        if let Some(source) = &self.source {
+        write!(f, "{} [{}]", self.inner.message, self.inner.class)?;
+        if let Some(source) = &self.inner.source {
             let text = source.to_string();
-            if !text.is_empty() && !self.message.contains(&text) {
+            if !text.is_empty() && !self.inner.message.contains(&text) {
                 write!(f, ": {text}")?;
             }
         }
@@ -347,11 +375,16 @@ impl fmt::Display for Error {
     }
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
 impl std::error::Error for Error {
+    /// The cause's own source: the cause's text is already in this error's `Display`.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
+        self.inner.source.as_deref()?.source()
     }
 }
 
@@ -432,16 +465,16 @@ mod tests {
     }
 
     #[test]
-    fn library_errors_stay_their_own_type_as_source() {
+    fn library_errors_stay_their_own_type_as_cause() {
         let parquet = Error::from(parquet::errors::ParquetError::General("bad page".into()));
         assert_eq!(parquet.class(), ErrorClass::Parquet);
-        let source = std::error::Error::source(&parquet).expect("a source");
+        let source = parquet.cause().expect("a cause");
         assert!(source.is::<parquet::errors::ParquetError>());
         assert_eq!(parquet.io_kind(), None);
 
         let arrow = Error::from(ArrowError::ComputeError("overflow".into()));
         assert_eq!(arrow.class(), ErrorClass::Arrow);
-        let source = std::error::Error::source(&arrow).expect("a source");
+        let source = arrow.cause().expect("a cause");
         assert!(matches!(
             source.downcast_ref::<ArrowError>(),
             Some(ArrowError::ComputeError(_))
@@ -451,6 +484,44 @@ mod tests {
         let inner = Error::new(ErrorClass::BadValue, "negative length").at_row(7);
         let back = Error::from(parquet::errors::ParquetError::External(Box::new(inner)));
         assert_eq!((back.class(), back.row()), (ErrorClass::BadValue, Some(7)));
+    }
+
+    /// What a printer that walks `source()` shows (anyhow's `{:#}`, a Python `__cause__` chain).
+    fn chain_text(error: &Error) -> String {
+        let mut text = error.to_string();
+        let mut next = std::error::Error::source(error);
+        while let Some(e) = next {
+            text.push_str(&format!(": {e}"));
+            next = e.source();
+        }
+        text
+    }
+
+    #[test]
+    fn the_cause_is_printed_once_by_display_and_by_a_chain_printer() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = open_error(&dir.path().join("absent.jay"));
+        let system = missing.cause().expect("the io::Error").to_string();
+        let wrapped = Error::new(ErrorClass::Io, "cannot lock the header bytes")
+            .with_file("x.vs")
+            .with_source(std::io::Error::other("resource busy"));
+        let nested = Error::new(ErrorClass::BadMeta, "bad attribute").with_source(
+            Error::new(ErrorClass::Io, "read failed").with_source(std::io::Error::other(
+                Error::new(ErrorClass::BadValue, "innermost"),
+            )),
+        );
+        for (error, cause) in [
+            (&missing, system.as_str()),
+            (&wrapped, "resource busy"),
+            (&nested, "innermost"),
+        ] {
+            assert_eq!(error.to_string().matches(cause).count(), 1, "{error}");
+            let chain = chain_text(error);
+            assert_eq!(chain.matches(cause).count(), 1, "{chain}");
+        }
+        // The cause stays reachable by type.
+        assert!(wrapped.cause().unwrap().is::<std::io::Error>());
+        assert_eq!(missing.io_kind(), Some(ErrorKind::NotFound));
     }
 
     #[test]

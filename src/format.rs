@@ -125,37 +125,6 @@ impl Format {
         matches!(self, Format::Filo | Format::Bcolz)
     }
 
-    /// Whether this build reads and writes the format. Formats still to come say so.
-    pub fn is_implemented(self) -> bool {
-        matches!(
-            self,
-            Format::Jay
-                | Format::DataSeries
-                | Format::Filo
-                | Format::FiloVector
-                | Format::Vs
-                | Format::Bcolz
-                | Format::Parquet
-                | Format::Arrow
-                | Format::ArrowStream
-                | Format::Csv
-                | Format::Ndjson
-        )
-    }
-
-    /// An error saying the format is not implemented yet, unless it is.
-    pub fn ensure_implemented(self) -> Result<()> {
-        if self.is_implemented() {
-            Ok(())
-        } else {
-            Err(Error::unsupported(format!(
-                "the {} format ({}) is not implemented in this version of arrowsmith yet",
-                self.name(),
-                self.description()
-            )))
-        }
-    }
-
     /// The format a file name's extension stands for, if any.
     pub fn from_extension(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();

@@ -87,7 +87,6 @@ pub fn fragments(
         Some(f) => f,
         None => Format::detect(path)?,
     };
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
     let formats = &options.format_options;
     let spans = list(path, format, formats, target_rows).map_err(|e| e.with_file(path))?;
     Ok(spans

@@ -59,6 +59,7 @@ pub mod inspect;
 pub mod jay;
 mod mapped;
 pub mod options;
+mod panic_guard;
 mod pipeline;
 pub mod read_ahead;
 pub mod salvage;

@@ -152,7 +152,7 @@ impl Clone for Skipped {
         if let Some(row) = e.row() {
             reason = reason.at_row(row);
         }
-        if let Some(source) = std::error::Error::source(e) {
+        if let Some(source) = e.cause() {
             reason = reason.with_source(SourceText(source.to_string()));
         }
         Skipped {

@@ -315,7 +315,7 @@ fn upstream_damaged_files_fail_with_the_right_check() {
     let r = ReaderBuilder::new()
         .with_type("Trace::Network::IP")
         .with_checks(false)
-        .with_lenient(true)
+        .with_salvage(true)
         .build(&path)
         .unwrap();
     let rows: usize = r.map(|b| b.map(|b| b.num_rows()).unwrap_or(0)).sum();
@@ -331,7 +331,7 @@ fn upstream_damaged_files_fail_with_the_right_check() {
     assert!(err.to_string().contains("trailer"), "{err}");
     let r = ReaderBuilder::new()
         .with_type("Trace::Network::IP")
-        .with_lenient(true)
+        .with_salvage(true)
         .build(&path)
         .unwrap();
     let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();

@@ -671,7 +671,7 @@ fn a_hash_mismatch_is_found_in_its_own_extent_among_extents_hashed_together() {
             "extent {k}: {err}"
         );
         let mut reader = ReaderBuilder::new()
-            .with_lenient(true)
+            .with_salvage(true)
             .build_from_bytes(bytes)
             .unwrap();
         let rows: usize = reader.by_ref().map(|b| b.unwrap().num_rows()).sum();

@@ -37,8 +37,6 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         None => Format::for_output(&args.output)?,
     };
     super::dataseries::check_read_args_for(from, Some(to), &args.ds_read)?;
-    to.ensure_implemented()
-        .map_err(|e| e.with_file(&args.output))?;
     check_format_options(&args, from, to)?;
     if args.filo_dictionary && from != Format::Filo {
         return Err(Error::invalid_argument("--filo-dictionary applies to filo input").into());
@@ -288,15 +286,9 @@ fn check_format_options(args: &ConvertArgs, from: Format, to: Format) -> arrowsm
     }
     let w = &args.ds_write;
     if to != Format::DataSeries
-        && (w.compress_level.is_some()
-            || w.extent_size.is_some()
-            || w.xml.is_some()
-            || w.type_name.is_some())
+        && (w.compress_level.is_some() || w.extent_size.is_some() || w.xml.is_some())
     {
-        return refuse(
-            "--compress-level, --extent-size, --xml and --type-name",
-            "dataseries",
-        );
+        return refuse("--compress-level, --extent-size and --xml", "dataseries");
     }
     if args.filo_chunk_size.is_some() && to != Format::Filo {
         return refuse("--filo-chunk-size", "filo");

@@ -68,23 +68,14 @@ pub(crate) fn known_rows(path: &Path, a: &DsReadArgs) -> Option<u64> {
 }
 
 /// The library's DataSeries write settings from the command line's. `--type` names the
-/// output's extent type when the input is not DataSeries (`--type-name` is its older
-/// spelling).
+/// output's extent type when the input is not DataSeries; from DataSeries input it chooses the
+/// input's type, whose name the output keeps.
 pub(crate) fn write_options(
     w: &DsWriteArgs,
     r: &DsReadArgs,
     from: Format,
 ) -> arrowsmith::Result<DsWriteOptions> {
-    let type_name = match (&w.type_name, &r.ds_type) {
-        (Some(a), Some(b)) if from != Format::DataSeries && a != b => {
-            return Err(Error::invalid_argument(format!(
-                "--type {b:?} and --type-name {a:?} name different extent types; give one"
-            )))
-        }
-        (Some(name), _) => Some(name.clone()),
-        (None, Some(name)) if from != Format::DataSeries => Some(name.clone()),
-        (None, _) => None,
-    };
+    let type_name = r.ds_type.clone().filter(|_| from != Format::DataSeries);
     let xml = match &w.xml {
         Some(x) => Some(std::fs::read_to_string(x).map_err(|e| Error::from(e).with_file(x))?),
         None => None,

@@ -6,25 +6,13 @@ use arrowsmith::Format;
 use super::{print_out, CliResult};
 
 pub(crate) fn run() -> CliResult {
-    let mut table = TextTable::new([
-        "NAME",
-        "EXTENSIONS",
-        "DIRECTORY",
-        "READ",
-        "WRITE",
-        "DESCRIPTION",
-    ]);
+    let mut table = TextTable::new(["NAME", "EXTENSIONS", "DIRECTORY", "DESCRIPTION"]);
     for format in Format::ALL {
         let extensions: Vec<String> = format
             .extensions()
             .iter()
             .map(|e| format!(".{e}"))
             .collect();
-        let status = if format.is_implemented() {
-            "yes"
-        } else {
-            "not yet"
-        };
         table.row([
             format.name().to_string(),
             if extensions.is_empty() {
@@ -33,8 +21,6 @@ pub(crate) fn run() -> CliResult {
                 extensions.join(" ")
             },
             if format.is_directory() { "yes" } else { "no" }.to_string(),
-            status.to_string(),
-            status.to_string(),
             crate::cli_spelling(format.description()),
         ]);
     }

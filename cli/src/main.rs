@@ -209,9 +209,6 @@ pub(crate) struct DsWriteArgs {
     /// DataSeries output: the ExtentType XML to use, stored verbatim
     #[arg(long, value_name = "FILE", help_heading = "Format options")]
     pub(crate) xml: Option<PathBuf>,
-    /// DataSeries output: the type name [default: from the input's metadata, else the file stem]
-    #[arg(long, value_name = "NAME", help_heading = "Format options")]
-    pub(crate) type_name: Option<String>,
 }
 
 fn parse_varint(text: &str) -> Result<arrowsmith::vs::VarintOrder, String> {
@@ -443,12 +440,10 @@ pub(crate) fn print_err(line: &str) {
 
 /// The input's format: as named, or recognised by content then extension.
 pub(crate) fn input_format(path: &Path, named: Option<Format>) -> arrowsmith::Result<Format> {
-    let format = match named {
-        Some(format) => format,
-        None => Format::detect(path)?,
-    };
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
-    Ok(format)
+    match named {
+        Some(format) => Ok(format),
+        None => Format::detect(path),
+    }
 }
 
 /// The input's format, and the input itself when it is a stream (standard input, a FIFO, a

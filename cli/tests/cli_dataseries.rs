@@ -103,7 +103,7 @@ fn convert_options_and_errors() {
         p(&out),
         "--compress",
         "best",
-        "--type-name",
+        "--type",
         "Renamed",
     ]));
     let f = DsFile::open(&out, OpenOptions::default()).unwrap();

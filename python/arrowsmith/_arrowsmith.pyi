@@ -323,4 +323,4 @@ def inspect_json(
     """The report of ``arrowsmith.inspect`` as JSON text (an ``InspectReport``)."""
 
 def formats() -> list[dict[str, Any]]:
-    """The formats: name, extensions, directory, read, write, description."""
+    """The formats: name, extensions, directory, description."""

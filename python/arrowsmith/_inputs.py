@@ -155,7 +155,7 @@ def extension_of(format: str) -> str:
             if not entry["extensions"]:
                 raise ValueError(f"the {format} format has no file extension to name parts by")
             return entry["extensions"][0]
-    names = ", ".join(e["name"] for e in arrowsmith.formats() if e["write"])
+    names = ", ".join(e["name"] for e in arrowsmith.formats())
     raise ValueError(f"unknown format {format!r}; one of: {names}")
 
 

@@ -59,8 +59,6 @@ pub fn formats(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
                 .collect::<Vec<_>>(),
         )?;
         entry.set_item("directory", format.is_directory())?;
-        entry.set_item("read", format.is_implemented())?;
-        entry.set_item("write", format.is_implemented())?;
         entry.set_item("description", format.description())?;
         list.append(entry)?;
     }

@@ -175,15 +175,10 @@ impl ReadSpec {
 
 /// The input's format: as named, or recognised from the content and the name.
 fn input_format(path: &Path, named: Option<&str>) -> PyResult<Format> {
-    let format = match named {
-        Some(name) => parse_format(name)?,
-        None => Format::detect(path).py_err()?,
-    };
-    format
-        .ensure_implemented()
-        .map_err(|e| e.with_file(path))
-        .py_err()?;
-    Ok(format)
+    match named {
+        Some(name) => parse_format(name),
+        None => Format::detect(path).py_err(),
+    }
 }
 
 pub fn parse_format(name: &str) -> PyResult<Format> {
@@ -407,10 +402,6 @@ impl WriteSpec {
             None if mode == Mode::Append && path.exists() => Format::detect(&path).py_err()?,
             None => Format::for_output(&path).py_err()?,
         };
-        format
-            .ensure_implemented()
-            .map_err(|e| e.with_file(&path))
-            .py_err()?;
         if mode == Mode::Append && !matches!(format, Format::Vs | Format::Bcolz) {
             return Err(errors::argument(format!(
                 "mode=\"append\" applies to vs and bcolz, not {}",

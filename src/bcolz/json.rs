@@ -3,17 +3,30 @@
 
 use serde_json::Value;
 
+use crate::error::{Error, ErrorClass, Result};
+
 /// Parses lenient JSON: the non-finite tokens outside string literals are read as `null`
-/// (the reader never needs their values). The error gives the byte position.
-pub fn parse_lenient(text: &str) -> Result<Value, String> {
+/// (the reader never needs their values). The error is [`ErrorClass::BadMeta`] at the byte
+/// offset in `text` where parsing stopped.
+pub fn parse_lenient(text: &str) -> Result<Value> {
     let cleaned = replace_non_finite(text);
     serde_json::from_str(&cleaned).map_err(|e| {
-        format!(
-            "invalid JSON at line {}, column {}: {e}",
+        Error::new(ErrorClass::BadMeta, format!("invalid JSON: {e}")).at_offset(byte_offset(
+            text,
             e.line(),
-            e.column()
-        )
+            e.column(),
+        ))
     })
+}
+
+/// The byte offset of a 1-based line and column (as serde_json reports them) in `text`.
+fn byte_offset(text: &str, line: usize, column: usize) -> u64 {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    (line_start + column.saturating_sub(1)).min(text.len()) as u64
 }
 
 /// `text` with `NaN`, `Infinity`, `-Infinity` outside strings replaced by `null` padded to the
@@ -92,7 +105,9 @@ mod tests {
         assert!(v["a"].is_null());
         assert!(v["b"][0].is_null() && v["b"][1].is_null());
         assert_eq!(v["c"], "NaN \" Infinity");
-        assert!(parse_lenient("{\"a\": Nope}").is_err());
+        let bad = parse_lenient("{\n  \"a\": Nope}").unwrap_err();
+        assert_eq!(bad.class(), ErrorClass::BadMeta);
+        assert_eq!(bad.offset(), Some(9), "{bad}");
         assert!(parse_lenient("").is_err());
     }
 

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, TimeUnit};
 
+use crate::error::{Error, ErrorClass, Result};
+
 /// Schema metadata: `carray` or `ctable`.
 pub const KIND_KEY: &str = "bcolz.kind";
 /// Schema metadata (root `__attrs__`) and field metadata (a ctable column's `__attrs__`).
@@ -111,9 +113,17 @@ impl DType {
         }
     }
 
-    /// Parses a dtype string by the grammar of spec B3.1; the error says why it is unsupported.
-    pub fn parse(text: &str) -> Result<DType, String> {
-        let unsupported = |why: &str| Err(format!("dtype {text:?} is not supported: {why}"));
+    /// Parses a dtype string by the grammar of spec B3.1; the error
+    /// ([`ErrorClass::UnsupportedType`], field `dtype`) says why it is unsupported.
+    pub fn parse(text: &str) -> Result<DType> {
+        let refusal = |why: &str| {
+            Error::new(
+                ErrorClass::UnsupportedType,
+                format!("dtype {text:?} is not supported: {why}"),
+            )
+            .with_field("dtype")
+        };
+        let unsupported = |why: &str| Err(refusal(why));
         if text == "object" || text == "|O" || text == "O" {
             return unsupported(
                 "pickled Python objects (one pickle per chunk file) cannot be read outside Python",
@@ -187,13 +197,13 @@ impl DType {
                         _ => return unsupported("only the units s, ms, us and ns are read"),
                     }
                 } else if let Some(w) = code.strip_prefix('S') {
-                    Base::Bytes(parse_width(w).ok_or_else(|| {
-                        format!("dtype {text:?} is not supported: the width must be a number ≥ 1")
-                    })?)
+                    Base::Bytes(
+                        parse_width(w).ok_or_else(|| refusal("the width must be a number ≥ 1"))?,
+                    )
                 } else if let Some(w) = code.strip_prefix('U') {
-                    Base::Unicode(parse_width(w).ok_or_else(|| {
-                        format!("dtype {text:?} is not supported: the width must be a number ≥ 1")
-                    })?)
+                    Base::Unicode(
+                        parse_width(w).ok_or_else(|| refusal("the width must be a number ≥ 1"))?,
+                    )
                 } else {
                     return unsupported("not a numpy type that bcolz stores and Arrow can hold");
                 }

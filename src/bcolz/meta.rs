@@ -368,8 +368,7 @@ fn read_text(path: &Path) -> Result<String> {
 
 fn read_json(path: &Path) -> Result<(String, Value)> {
     let text = read_text(path)?;
-    let value =
-        parse_lenient(&text).map_err(|m| Error::new(ErrorClass::BadMeta, m).with_file(path))?;
+    let value = parse_lenient(&text).map_err(|e| e.with_file(path))?;
     Ok((text.trim_end().to_owned(), value))
 }
 
@@ -536,11 +535,7 @@ fn open_carray(dir: &Path, name: String) -> Result<CarrayInfo> {
                 .with_field("chunklen"),
         );
     }
-    let dtype = DType::parse(&dtype_text).map_err(|m| {
-        Error::new(ErrorClass::UnsupportedType, m)
-            .with_file(&storage_path)
-            .with_field("dtype")
-    })?;
+    let dtype = DType::parse(&dtype_text).map_err(|e| e.with_file(&storage_path))?;
     let row_shape: Vec<usize> = shape[1..]
         .iter()
         .map(|&d| usize::try_from(d).ok())

@@ -85,17 +85,12 @@ impl ReaderBuilder {
     /// Opens the carray or ctable directory at `path` and returns a reader.
     pub fn build(self, path: impl AsRef<Path>) -> Result<Reader> {
         let info = meta::open(path.as_ref(), self.carray_name.as_deref())?;
-        self.build_from_info(Arc::new(info))
+        self.build_from_file(Arc::new(info))
     }
 
     /// Returns a reader of a dataset already opened (by [`open_info`](super::open_info)),
     /// without reading its metadata again: the name every format's builder gives this.
     pub fn build_from_file(self, info: Arc<DatasetInfo>) -> Result<Reader> {
-        self.build_from_info(info)
-    }
-
-    /// The same as [`ReaderBuilder::build_from_file`], under the name it had first.
-    pub fn build_from_info(self, info: Arc<DatasetInfo>) -> Result<Reader> {
         let all = schema_of(&info, self.nat_as_null);
         let columns: Vec<usize> = match &self.scan.projection {
             None => (0..info.columns.len()).collect(),
@@ -826,11 +821,6 @@ fn too_many_bytes(first_row: usize) -> Error {
 #[allow(dead_code)]
 fn _assert_send(r: Reader) -> impl Send {
     r
-}
-
-#[allow(dead_code)]
-fn _array_len(a: &dyn Array) -> usize {
-    a.len()
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use crate::error::{Error, ErrorClass, Result};
+
 /// A compression mode id as stored in an extent header (§13.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
@@ -76,27 +78,33 @@ pub fn mode_name(id: u8) -> &'static str {
 /// rejected before anything that large is allocated.
 const LZ_MAX_RATIO: usize = 300;
 
+/// A [`ErrorClass::BadValue`] error about compressed data; the caller adds where it lies.
+fn corrupt_data(message: impl Into<String>) -> Error {
+    Error::new(ErrorClass::BadValue, message)
+}
+
 /// Decompresses `input` (mode `mode`) into `out`, appending exactly `expected` bytes
-/// (at most `expected` when `exact` is false). Errors are plain text; the caller adds where.
+/// (at most `expected` when `exact` is false). An error is [`ErrorClass::BadValue`]; the caller
+/// adds the extent it is in.
 pub fn decompress(
     mode: Mode,
     input: &[u8],
     expected: usize,
     exact: bool,
     out: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<()> {
     let start = out.len();
-    let check_len = |got: usize| -> Result<(), String> {
+    let check_len = |got: usize| -> Result<()> {
         if got > expected || (exact && got != expected) {
-            Err(format!(
+            Err(corrupt_data(format!(
                 "{} data decompressed to {got} bytes, expected {expected}",
                 mode.name()
-            ))
+            )))
         } else {
             Ok(())
         }
     };
-    let lz_bound = || -> Result<(), String> {
+    let lz_bound = || -> Result<()> {
         if expected
             > input
                 .len()
@@ -104,11 +112,11 @@ pub fn decompress(
                 .saturating_add(1024)
             && exact
         {
-            Err(format!(
+            Err(corrupt_data(format!(
                 "{} data of {} bytes cannot expand to the {expected} bytes claimed",
                 mode.name(),
                 input.len()
-            ))
+            )))
         } else {
             Ok(())
         }
@@ -137,7 +145,7 @@ pub fn decompress(
                 let before_out = d.total_out() as usize;
                 let status = d
                     .decompress(&input[before_in..], buf, flate2::FlushDecompress::Finish)
-                    .map_err(|e| format!("zlib data is corrupt: {e}"))?;
+                    .map_err(|e| corrupt_data(format!("zlib data is corrupt: {e}")))?;
                 let produced = d.total_out() as usize - before_out;
                 let consumed = d.total_in() as usize - before_in;
                 Ok((produced, consumed, status == flate2::Status::StreamEnd))
@@ -150,7 +158,7 @@ pub fn decompress(
                 let before_out = d.total_out() as usize;
                 let status = d
                     .decompress(&input[before_in..], buf)
-                    .map_err(|e| format!("bz2 data is corrupt: {e}"))?;
+                    .map_err(|e| corrupt_data(format!("bz2 data is corrupt: {e}")))?;
                 let produced = d.total_out() as usize - before_out;
                 let consumed = d.total_in() as usize - before_in;
                 Ok((produced, consumed, status == bzip2::Status::StreamEnd))
@@ -159,13 +167,13 @@ pub fn decompress(
         Mode::Lzf => {
             lz_bound()?;
             let v = lzf::decompress(input, expected.max(1))
-                .map_err(|e| format!("lzf data is corrupt: {e:?}"))?;
+                .map_err(|e| corrupt_data(format!("lzf data is corrupt: {e:?}")))?;
             check_len(v.len())?;
             out.extend_from_slice(&v);
         }
         Mode::Snappy => {
             let len = snap::raw::decompress_len(input)
-                .map_err(|e| format!("snappy data is corrupt: {e}"))?;
+                .map_err(|e| corrupt_data(format!("snappy data is corrupt: {e}")))?;
             check_len(len)?;
             if len
                 > input
@@ -173,15 +181,15 @@ pub fn decompress(
                     .saturating_mul(LZ_MAX_RATIO)
                     .saturating_add(1024)
             {
-                return Err(format!(
+                return Err(corrupt_data(format!(
                     "snappy data of {} bytes cannot expand to the {len} bytes it claims",
                     input.len()
-                ));
+                )));
             }
             out.resize(start + len, 0);
             let got = snap::raw::Decoder::new()
                 .decompress(input, &mut out[start..])
-                .map_err(|e| format!("snappy data is corrupt: {e}"))?;
+                .map_err(|e| corrupt_data(format!("snappy data is corrupt: {e}")))?;
             check_len(got)?;
             out.truncate(start + got);
         }
@@ -195,7 +203,7 @@ pub fn decompress(
             );
             out.resize(start + cap, 0);
             let got = lz4_flex::block::decompress_into(input, &mut out[start..])
-                .map_err(|e| format!("lz4 data is corrupt: {e}"))?;
+                .map_err(|e| corrupt_data(format!("lz4 data is corrupt: {e}")))?;
             check_len(got)?;
             out.truncate(start + got);
         }
@@ -207,7 +215,7 @@ pub fn decompress(
 /// bytes. Written here rather than taken from lzokay-native, whose decoder indexes out of
 /// bounds on some corrupt streams and has no output limit: every length, distance and read is
 /// checked, so damaged data is an error and the output never outgrows `limit`.
-fn lzo1x_decompress(input: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), String> {
+fn lzo1x_decompress(input: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<()> {
     let mut s = LzoStream {
         input,
         at: 0,
@@ -228,11 +236,11 @@ struct LzoStream<'a> {
 }
 
 impl LzoStream<'_> {
-    fn corrupt(what: &str) -> String {
-        format!("lzo data is corrupt: {what}")
+    fn corrupt(what: &str) -> Error {
+        corrupt_data(format!("lzo data is corrupt: {what}"))
     }
 
-    fn byte(&mut self) -> Result<usize, String> {
+    fn byte(&mut self) -> Result<usize> {
         let b = *self
             .input
             .get(self.at)
@@ -241,12 +249,12 @@ impl LzoStream<'_> {
         Ok(b as usize)
     }
 
-    fn le16(&mut self) -> Result<usize, String> {
+    fn le16(&mut self) -> Result<usize> {
         Ok(self.byte()? | self.byte()? << 8)
     }
 
     /// A length whose instruction field was 0: `base` + 255 per zero byte + the first non-zero.
-    fn long_length(&mut self, base: usize) -> Result<usize, String> {
+    fn long_length(&mut self, base: usize) -> Result<usize> {
         let mut n = base;
         loop {
             match self.byte()? {
@@ -259,17 +267,17 @@ impl LzoStream<'_> {
         }
     }
 
-    fn room(&self, n: usize) -> Result<(), String> {
+    fn room(&self, n: usize) -> Result<()> {
         if self.out.len() - self.start + n > self.limit {
-            return Err(format!(
+            return Err(corrupt_data(format!(
                 "lzo data expands past the expected {} bytes",
                 self.limit
-            ));
+            )));
         }
         Ok(())
     }
 
-    fn literals(&mut self, n: usize) -> Result<(), String> {
+    fn literals(&mut self, n: usize) -> Result<()> {
         let end = self
             .at
             .checked_add(n)
@@ -281,7 +289,7 @@ impl LzoStream<'_> {
         Ok(())
     }
 
-    fn copy(&mut self, distance: usize, len: usize) -> Result<(), String> {
+    fn copy(&mut self, distance: usize, len: usize) -> Result<()> {
         if distance == 0 || distance > self.out.len() - self.start {
             return Err(Self::corrupt(
                 "a match reaches before the start of the output",
@@ -301,7 +309,7 @@ impl LzoStream<'_> {
         Ok(())
     }
 
-    fn run(&mut self) -> Result<(), String> {
+    fn run(&mut self) -> Result<()> {
         // `state`: literals copied by the previous instruction (4 = a run of 4 or more), which
         // changes what instructions 0..15 mean.
         let mut state = 0usize;
@@ -374,8 +382,8 @@ impl LzoStream<'_> {
 fn stream_into(
     out: &mut Vec<u8>,
     expected: usize,
-    mut step: impl FnMut(&mut [u8]) -> Result<(usize, usize, bool), String>,
-) -> Result<(), String> {
+    mut step: impl FnMut(&mut [u8]) -> Result<(usize, usize, bool)>,
+) -> Result<()> {
     let start = out.len();
     let limit = expected + 1;
     let mut chunk = (expected + 1).clamp(1, 1 << 20);
@@ -390,12 +398,14 @@ fn stream_into(
             return Ok(());
         }
         if out.len() - start >= limit {
-            return Err(format!(
+            return Err(corrupt_data(format!(
                 "compressed data expands past the expected {expected} bytes"
-            ));
+            )));
         }
         if produced == 0 && consumed == 0 {
-            return Err("compressed data ends before its stream is complete".to_string());
+            return Err(corrupt_data(
+                "compressed data ends before its stream is complete",
+            ));
         }
         chunk = chunk.saturating_mul(2).min(64 << 20);
     }
@@ -950,10 +960,10 @@ mod tests {
         // A match before the start of the output.
         let stream = [18, b'A', 0x00, 0x10, 0x11, 0, 0];
         let e = lzo1x_decompress(&stream, 100, &mut Vec::new()).unwrap_err();
-        assert!(e.contains("before the start"), "{e}");
+        assert!(e.message().contains("before the start"), "{e}");
         // Bytes after the end marker.
         let e = lzo1x_decompress(&[18, b'A', 0x11, 0, 0, 0], 100, &mut Vec::new()).unwrap_err();
-        assert!(e.contains("follow the end marker"), "{e}");
+        assert!(e.message().contains("follow the end marker"), "{e}");
         let mut out = Vec::new();
         lzo1x_decompress(&[18, b'A', 0x11, 0, 0], 100, &mut out).unwrap();
         assert_eq!(out, b"A");

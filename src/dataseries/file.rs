@@ -189,8 +189,10 @@ impl DsFile {
     pub fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<DsFile> {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_file(path))?;
-        // SAFETY: the map is read only; a file changed underneath us gives wrong bytes, which the
-        // checksums report, not undefined behaviour in safe code that only reads slices.
+        // SAFETY: the map is read only and its slices are only read. Another process that
+        // rewrites the file meanwhile changes the bytes under us (the checksums report it); one
+        // that truncates it makes a read past the new end fault with SIGBUS, which ends the
+        // process: mapping trades that for no copy (as src/mapped.rs says).
         let map =
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_file(path))?;
         Self::from_parts(Some(path.to_path_buf()), Bytes::Map(map), options)
@@ -255,21 +257,14 @@ impl DsFile {
             let slot = &raw.fixed[i * 8..i * 8 + 4];
             let bytes = raw
                 .var_value(f.order, slot, options.checks.variable32)
-                .map_err(|m| {
-                    Error::new(ErrorClass::BadMeta, m)
-                        .at_offset(first.offset)
-                        .at_row(i as u64)
-                })?;
+                .map_err(|e| e.at_offset(first.offset).at_row(i as u64))?;
             let xml = std::str::from_utf8(bytes).map_err(|_| {
                 Error::new(ErrorClass::BadMeta, "an ExtentType XML is not UTF-8")
                     .at_offset(first.offset)
                     .at_row(i as u64)
             })?;
-            let t = ExtentType::parse(xml).map_err(|m| {
-                Error::new(ErrorClass::BadMeta, m)
-                    .at_offset(first.offset)
-                    .at_row(i as u64)
-            })?;
+            let t =
+                ExtentType::parse(xml).map_err(|e| e.at_offset(first.offset).at_row(i as u64))?;
             if types.iter().any(|u| u.name == t.name) {
                 return Err(Error::new(
                     ErrorClass::BadMeta,
@@ -630,7 +625,7 @@ fn verify_index(
         let off = order.i64(&rec[8..16]);
         let name = raw
             .var_value(order, &rec[0..4], checks.variable32)
-            .map_err(bad)?;
+            .map_err(|e| e.at_offset(ix.offset).at_row(i as u64))?;
         if off as u64 != e.offset || name != e.type_name.as_bytes() {
             return Err(bad(format!(
                 "index entry {i} ({:?} at {off}) does not match the extent found there ({:?} at {})",
@@ -664,25 +659,21 @@ pub fn roundup_var(len: usize) -> usize {
 
 impl RawExtent<'_> {
     /// The bytes of a variable32 value whose slot is `slot` (§9.1).
-    pub fn var_value(&self, order: ByteOrder, slot: &[u8], check: bool) -> Result<&[u8], String> {
+    pub fn var_value(&self, order: ByteOrder, slot: &[u8], check: bool) -> Result<&[u8]> {
         var_value(&self.var, order, order.i32(slot), check)
     }
 }
 
-/// The value at slot offset `off` of a variable area given without its 4 leading zeros.
+/// The value at slot offset `off` of a variable area given without its 4 leading zeros. An
+/// error is [`ErrorClass::BadOffsets`]; the caller names the field and row.
 // Decoding calls this once per variable32 value: left to itself, the compiler stopped
 // inlining it into the decoder when this file changed, and decoding got 4 % slower.
 #[inline(always)]
-pub fn var_value(body: &[u8], order: ByteOrder, off: i32, check: bool) -> Result<&[u8], String> {
+pub fn var_value(body: &[u8], order: ByteOrder, off: i32, check: bool) -> Result<&[u8]> {
     if off == 0 {
         return Ok(&[]);
     }
-    let bad = || {
-        format!(
-            "variable32 offset {off} is not a valid entry of the {}-byte area",
-            body.len() + 4
-        )
-    };
+    let bad = || bad_slot(off, body.len());
     // Entries start 4 bytes before a multiple of 8 of the whole area (§9.1), so at a multiple
     // of 8 of the body.
     if off < 4 || (check && (off - 4) % 8 != 0) {
@@ -771,10 +762,37 @@ pub(crate) fn decode_raw_group<'a>(
         .collect()
 }
 
+#[cold]
+#[inline(never)]
+fn bad_slot(off: i32, body_len: usize) -> Error {
+    Error::new(
+        ErrorClass::BadOffsets,
+        format!(
+            "variable32 offset {off} is not a valid entry of the {}-byte area",
+            body_len + 4
+        ),
+    )
+}
+
 fn extent_error(h: &ExtentHeader, m: String) -> Error {
     Error::new(
         ErrorClass::BadValue,
         format!("extent at offset {} ({}): {m}", h.offset, h.type_name),
+    )
+    .at_offset(h.offset)
+}
+
+/// An error about one of an extent's parts (`part`: "fixed part: ", or ""), said of the
+/// extent: its class kept, the extent's offset and type put before the message.
+fn in_extent(h: &ExtentHeader, part: &str, e: Error) -> Error {
+    Error::new(
+        e.class(),
+        format!(
+            "extent at offset {} ({}): {part}{}",
+            h.offset,
+            h.type_name,
+            e.message()
+        ),
     )
     .at_offset(h.offset)
 }
@@ -791,7 +809,7 @@ fn verify_partly_unpacked(
     if checks.hash || checks.variable32 {
         let computed =
             partly_unpacked_hash_after_fixed(fixed_hash, order, &raw.var, checks.variable32)
-                .map_err(|m| extent_error(h, m))?;
+                .map_err(|e| in_extent(h, "", e))?;
         if checks.hash && computed != h.hash {
             return Err(extent_error(
                 h,
@@ -861,15 +879,15 @@ fn unpack_parts<'a>(
         let mode = mode_of(h.mode_fixed, h, "fixed")?;
         if t.null_compact {
             let packed = part(mode, fpart, fixed_len, false, buffer)
-                .map_err(|m| where_(format!("fixed part: {m}")))?;
-            let fixed = uncompact(t, &packed, h.rows).map_err(where_)?;
+                .map_err(|e| in_extent(h, "fixed part: ", e))?;
+            let fixed = uncompact(t, &packed, h.rows).map_err(|e| in_extent(h, "", e))?;
             if let (Some(spare), Cow::Owned(packed)) = (spare, packed) {
                 spare.give(packed);
             }
             Cow::Owned(fixed)
         } else {
             part(mode, fpart, fixed_len, true, buffer)
-                .map_err(|m| where_(format!("fixed part: {m}")))?
+                .map_err(|e| in_extent(h, "fixed part: ", e))?
         }
     };
     // Variable part.
@@ -883,8 +901,7 @@ fn unpack_parts<'a>(
         Cow::Borrowed(&[])
     } else {
         let mode = mode_of(h.mode_var, h, "variable")?;
-        part(mode, vpart, var_len, true, buffer)
-            .map_err(|m| where_(format!("variable part: {m}")))?
+        part(mode, vpart, var_len, true, buffer).map_err(|e| in_extent(h, "variable part: ", e))?
     };
     Ok(RawExtent {
         rows: h.rows,
@@ -901,12 +918,15 @@ fn part(
     expected: usize,
     exact: bool,
     out: impl FnOnce() -> Vec<u8>,
-) -> Result<Cow<'_, [u8]>, String> {
+) -> Result<Cow<'_, [u8]>> {
     if mode == Mode::None {
         if stored.len() > expected || (exact && stored.len() != expected) {
-            return Err(format!(
-                "none data decompressed to {} bytes, expected {expected}",
-                stored.len()
+            return Err(Error::new(
+                ErrorClass::BadValue,
+                format!(
+                    "none data decompressed to {} bytes, expected {expected}",
+                    stored.len()
+                ),
             ));
         }
         return Ok(Cow::Borrowed(stored));
@@ -929,7 +949,7 @@ pub fn partly_unpacked_hash(
     fixed: &[u8],
     var_body: &[u8],
     check: bool,
-) -> Result<u32, String> {
+) -> Result<u32> {
     let fixed_hash = codec::lookup2(fixed, FIXED_HASH_INIT);
     partly_unpacked_hash_after_fixed(fixed_hash, order, var_body, check)
 }
@@ -944,7 +964,8 @@ pub fn partly_unpacked_hash_after_fixed(
     order: ByteOrder,
     var_body: &[u8],
     check: bool,
-) -> Result<u32, String> {
+) -> Result<u32> {
+    let entry = |m: String| Error::new(ErrorClass::BadValue, m);
     let mut h = codec::lookup2_zero_prefixed(var_body, fixed_hash);
     let mut words: Vec<u8> = Vec::with_capacity(4096);
     let mut at = 0usize;
@@ -952,24 +973,30 @@ pub fn partly_unpacked_hash_after_fixed(
         // Offsets in messages count the 4 leading zeros, as slot values do.
         let off = at + 4;
         if at + 4 > var_body.len() {
-            return Err(format!("variable entry at {off} runs past the area's end"));
+            return Err(entry(format!(
+                "variable entry at {off} runs past the area's end"
+            )));
         }
         let len = order.i32(&var_body[at..at + 4]);
         if len < 0 {
-            return Err(format!("variable entry at {off} has negative length {len}"));
+            return Err(entry(format!(
+                "variable entry at {off} has negative length {len}"
+            )));
         }
         let step = 4 + roundup_var(len as usize);
         if at + step > var_body.len() {
-            return Err(format!(
+            return Err(entry(format!(
                 "variable entry at {off} ({len} bytes) runs past the area's end"
-            ));
+            )));
         }
         if check
             && var_body[at + 4 + len as usize..at + step]
                 .iter()
                 .any(|&x| x != 0)
         {
-            return Err(format!("variable entry at {off} has non-zero padding"));
+            return Err(entry(format!(
+                "variable entry at {off} has non-zero padding"
+            )));
         }
         words.extend_from_slice(&var_body[at..at + 4]);
         if words.len() == 4096 {
@@ -998,12 +1025,17 @@ fn is_null(t: &ExtentType, rec: &[u8], field: usize) -> bool {
 }
 
 /// Reverses null compaction (§11).
-fn uncompact(t: &ExtentType, input: &[u8], rows: usize) -> Result<Vec<u8>, String> {
+fn uncompact(t: &ExtentType, input: &[u8], rows: usize) -> Result<Vec<u8>> {
     let rs = t.record_size;
     let mut out = vec![0u8; rows * rs];
     let order = compaction_order(t);
     let mut cur = 0usize;
-    let short = || "null-compacted fixed data ends inside a record".to_string();
+    let short = || {
+        Error::new(
+            ErrorClass::BadValue,
+            "null-compacted fixed data ends inside a record",
+        )
+    };
     for r in 0..rows {
         let rec = &mut out[r * rs..(r + 1) * rs];
         if cur + t.bool_bytes > input.len() {
@@ -1027,9 +1059,12 @@ fn uncompact(t: &ExtentType, input: &[u8], rows: usize) -> Result<Vec<u8>, Strin
         }
     }
     if cur != input.len() {
-        return Err(format!(
-            "null-compacted fixed data has {} bytes left after {rows} records",
-            input.len() - cur
+        return Err(Error::new(
+            ErrorClass::BadValue,
+            format!(
+                "null-compacted fixed data has {} bytes left after {rows} records",
+                input.len() - cur
+            ),
         ));
     }
     Ok(out)

@@ -431,11 +431,8 @@ impl Decoder {
         let mut total = 0usize;
         for (r, rec) in fixed.chunks_exact(rs).enumerate() {
             let slot = o.i32(&rec[f.offset..f.offset + 4]);
-            let v = var_value(&raw.var, o, slot, self.check_var).map_err(|m| {
-                Error::new(ErrorClass::BadOffsets, m)
-                    .with_field(f.name.clone())
-                    .at_row(r as u64)
-            })?;
+            let v = var_value(&raw.var, o, slot, self.check_var)
+                .map_err(|e| e.with_field(f.name.clone()).at_row(r as u64))?;
             let len = if nulls.is_some_and(|nb| nb.value(r)) {
                 0
             } else {

@@ -41,7 +41,6 @@ pub struct ReaderBuilder {
     type_name: Option<String>,
     utf8: Utf8Fields,
     checks: Checks,
-    lenient: bool,
 }
 
 impl Default for ReaderBuilder {
@@ -51,7 +50,6 @@ impl Default for ReaderBuilder {
             type_name: None,
             utf8: Utf8Fields::Hinted,
             checks: Checks::ALL,
-            lenient: false,
         }
     }
 }
@@ -96,16 +94,8 @@ impl ReaderBuilder {
         self.utf8 = options.utf8.clone();
         self.with_checks(!options.no_checks)
     }
-    /// Scans the extents when the trailer or index is damaged, and skips extents that fail
-    /// (default `false`: either is an error). The same as [`with_salvage`](Self::with_salvage),
-    /// which every format has.
-    pub fn with_lenient(mut self, lenient: bool) -> Self {
-        self.lenient = lenient;
-        self
-    }
-
     fn salvaging(&self) -> bool {
-        self.lenient || self.scan.salvage
+        self.scan.salvage
     }
 
     /// Opens and memory-maps the file at `path` and returns a reader of one extent type.

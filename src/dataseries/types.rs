@@ -1,5 +1,7 @@
 //! ExtentType XML (§6, §7) and the record layout it implies (§8).
 
+use crate::error::{Error, ErrorClass, Result};
+
 /// The kind of a DataSeries field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -174,245 +176,62 @@ impl ExtentType {
         .expect("built-in type")
     }
 
-    /// Parses and validates one ExtentType document (§6), and lays out its record (§8).
-    pub fn parse(xml: &str) -> Result<ExtentType, String> {
+    /// Parses and validates one ExtentType document (§6), and lays out its record (§8). An
+    /// error is [`ErrorClass::BadMeta`], naming the attribute at fault as its field.
+    pub fn parse(xml: &str) -> Result<ExtentType> {
         let options = roxmltree::ParsingOptions {
             allow_dtd: true,
             ..Default::default()
         };
         let doc = roxmltree::Document::parse_with_options(xml, options)
-            .map_err(|e| format!("the ExtentType XML does not parse: {e}"))?;
+            .map_err(|e| bad(format!("the ExtentType XML does not parse: {e}")))?;
         let root = doc.root_element();
         if root.tag_name().name() != "ExtentType" {
-            return Err(format!(
+            return Err(bad(format!(
                 "the XML's root element is <{}>, expected <ExtentType>",
                 root.tag_name().name()
-            ));
+            )));
         }
-        let mut attrs = Vec::new();
-        let mut name = None;
-        let mut null_compact = false;
-        let mut big_to_small = false;
-        let mut pad_max = false;
-        let mut version = (0, 0);
-        for a in root.attributes() {
-            let (k, v) = (a.name().to_string(), a.value().to_string());
-            if v.is_empty() && k != "namespace" {
-                return Err(format!("attribute {k:?} of <ExtentType> is empty"));
-            }
-            match k.as_str() {
-                "name" => name = Some(v.clone()),
-                "namespace" | "comment" => {}
-                "version" => version = parse_version(&v)?,
-                "pack_null_compact" => {
-                    null_compact = match v.as_str() {
-                        "no" => false,
-                        "non_bool" => true,
-                        _ => return Err(format!("pack_null_compact={v:?} is not no or non_bool")),
-                    }
-                }
-                "pack_pad_record" => {
-                    pad_max = match v.as_str() {
-                        "original" => false,
-                        "max_column_size" => true,
-                        _ => {
-                            return Err(format!(
-                                "pack_pad_record={v:?} is not original or max_column_size"
-                            ))
-                        }
-                    }
-                }
-                "pack_field_ordering" => {
-                    big_to_small = match v.as_str() {
-                        "small_to_big_sep_var32" => false,
-                        "big_to_small_sep_var32" => true,
-                        _ => return Err(format!("pack_field_ordering={v:?} is not known")),
-                    }
-                }
-                _ if k.starts_with("pack_") || k.starts_with("opt_") => {
-                    return Err(format!("unrecognized global packing option {k:?}"))
-                }
-                _ => {}
-            }
-            attrs.push((k, v));
-        }
-        let name = name.ok_or("<ExtentType> has no name attribute")?;
-        if name.is_empty() || name.len() > 255 {
-            return Err(format!("type name {name:?} must be 1 to 255 bytes"));
-        }
-
+        let global = GlobalOptions::parse(root)?;
         let mut fields: Vec<Field> = Vec::new();
-        let mut rel_names: Vec<(usize, String)> = Vec::new();
+        let mut relatives: Vec<(usize, String)> = Vec::new();
         for child in root.children() {
-            if child.is_text() {
-                if child.text().unwrap_or("").trim().is_empty() {
-                    continue;
-                }
-                return Err("<ExtentType> holds text; its children must be <field>".into());
+            if child.is_text() && child.text().unwrap_or("").trim().is_empty() {
+                continue;
             }
-            if !child.is_element() || child.tag_name().name() != "field" {
-                let what = if child.is_comment() {
-                    "comment".to_string()
-                } else if child.is_pi() {
-                    "processing instruction".to_string()
-                } else {
-                    format!("<{}>", child.tag_name().name())
-                };
-                return Err(format!("sub-element should be field, not {what}"));
-            }
-            let mut f = Field::bool(String::new(), false);
-            let mut fname = None;
-            let mut ftype = None;
-            let mut size = None;
-            let mut nullable = false;
-            let mut scale_warn = false;
-            let mut rel = None;
-            for a in child.attributes() {
-                let (k, v) = (a.name().to_string(), a.value().to_string());
-                if v.is_empty() {
-                    return Err(format!("attribute {k:?} of a <field> is empty"));
-                }
-                match k.as_str() {
-                    "name" => {
-                        fname = Some(v);
-                        continue;
-                    }
-                    "type" => ftype = Some(v.clone()),
-                    "size" => size = Some(v.clone()),
-                    "opt_nullable" => nullable = yes_no(&k, &v)?,
-                    "pack_unique" => f.pack_unique = yes_no(&k, &v)?,
-                    "pack_scale" => {
-                        let s: f64 =
-                            parse_num(&v).ok_or(format!("pack_scale={v:?} is not a number"))?;
-                        if s == 0.0 || !s.is_finite() {
-                            return Err(format!("pack_scale={v:?} must be a non-zero number"));
-                        }
-                        f.pack_scale = Some(s);
-                    }
-                    "pack_scale_warn" => {
-                        yes_no(&k, &v)?;
-                        scale_warn = true;
-                    }
-                    "pack_relative" => rel = Some(v.clone()),
-                    "opt_doublebase" => {
-                        f.doublebase = Some(
-                            parse_num(&v).ok_or(format!("opt_doublebase={v:?} is not a number"))?,
-                        )
-                    }
-                    _ if k.starts_with("pack_") || k.starts_with("opt_") => {
-                        return Err(format!("unrecognized local packing option {k:?}"))
-                    }
-                    _ => {}
-                }
-                f.attrs.push((k, v));
-            }
-            let fname = fname.ok_or("a <field> has no name attribute")?;
-            if fname.is_empty() || fname.len() > 255 || fname.starts_with(' ') {
-                return Err(format!(
-                    "field name {fname:?} must be 1 to 255 bytes and not start with a space"
-                ));
-            }
-            if fields.iter().any(|g| g.name == fname) {
-                return Err(format!("field name {fname:?} appears twice"));
-            }
-            let ftype = ftype.ok_or(format!("field {fname:?} has no type attribute"))?;
-            f.kind = match ftype.as_str() {
-                "bool" => Kind::Bool,
-                "byte" => Kind::Byte,
-                "int32" => Kind::Int32,
-                "int64" => Kind::Int64,
-                "double" => Kind::Double,
-                "variable32" => Kind::Variable32,
-                "fixedwidth" => {
-                    let s = size
-                        .as_deref()
-                        .ok_or(format!("fixedwidth field {fname:?} has no size"))?;
-                    let n: i32 = s
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("size={s:?} of field {fname:?} is not an integer"))?;
-                    if n <= 0 {
-                        return Err(format!("size={s:?} of field {fname:?} must be positive"));
-                    }
-                    Kind::FixedWidth(n as usize)
-                }
-                other => return Err(format!("field {fname:?} has unknown type {other:?}")),
-            };
-            if size.is_some() && !matches!(f.kind, Kind::FixedWidth(_)) {
-                return Err(format!(
-                    "size is allowed on fixedwidth fields only ({fname:?})"
-                ));
-            }
-            if f.pack_unique && f.kind != Kind::Variable32 {
-                return Err(format!(
-                    "pack_unique is allowed on variable32 only ({fname:?})"
-                ));
-            }
-            if (f.pack_scale.is_some() || f.doublebase.is_some()) && f.kind != Kind::Double {
-                return Err(format!(
-                    "pack_scale and opt_doublebase are allowed on double only ({fname:?})"
-                ));
-            }
-            if scale_warn && f.pack_scale.is_none() {
-                return Err(format!("pack_scale_warn without pack_scale ({fname:?})"));
-            }
-            f.name = fname.clone();
+            let parsed = parse_field(child, &fields)?;
             let idx = fields.len();
-            if let Some(r) = rel {
-                if !matches!(f.kind, Kind::Int32 | Kind::Int64 | Kind::Double) {
-                    return Err(format!(
-                        "pack_relative is allowed on int32, int64 and double only ({fname:?})"
-                    ));
-                }
-                if r == fname {
-                    if f.kind == Kind::Double && f.pack_scale.is_none() {
-                        return Err(format!("self-relative double {fname:?} needs pack_scale"));
-                    }
-                    f.relative = Some(Relative::SelfRel);
-                } else {
-                    rel_names.push((idx, r));
-                }
+            if let Some(base) = parsed.relative_to {
+                relatives.push((idx, base));
             }
-            fields.push(f);
-            if nullable {
-                let hidden_idx = fields.len();
-                fields[idx].null_field = Some(hidden_idx);
-                fields.push(Field::bool(format!(" {fname}"), true));
+            let hidden = parsed
+                .nullable
+                .then(|| Field::bool(format!(" {}", parsed.field.name), true));
+            fields.push(parsed.field);
+            if let Some(hidden) = hidden {
+                fields[idx].null_field = Some(fields.len());
+                fields.push(hidden);
             }
         }
-        for (idx, base) in rel_names {
-            let b = fields[..idx]
-                .iter()
-                .position(|g| !g.hidden && g.name == base)
-                .ok_or(format!(
-                    "field {:?} is relative to {base:?}, which is not an earlier field",
-                    fields[idx].name
-                ))?;
-            if fields[b].kind != fields[idx].kind {
-                return Err(format!(
-                    "field {:?} is relative to {base:?}, a field of another type",
-                    fields[idx].name
-                ));
-            }
-            fields[idx].relative = Some(Relative::Other(b));
-        }
+        resolve_relatives(&mut fields, relatives)?;
         let visible = (0..fields.len()).filter(|&i| !fields[i].hidden).collect();
         let mut t = ExtentType {
-            name,
+            name: global.name,
             xml: xml.to_string(),
-            attrs,
+            attrs: global.attrs,
             fields,
             visible,
             record_size: 0,
-            null_compact,
-            big_to_small,
-            pad_max,
+            null_compact: global.null_compact,
+            big_to_small: global.big_to_small,
+            pad_max: global.pad_max,
             bool_bytes: 0,
-            version,
+            version: global.version,
         };
         t.layout();
         if t.null_compact && !t.fields.iter().any(|f| f.kind == Kind::Bool) {
-            return Err("pack_null_compact needs at least one bool field".into());
+            return Err(bad("pack_null_compact needs at least one bool field")
+                .with_field("pack_null_compact"));
         }
         Ok(t)
     }
@@ -496,11 +315,299 @@ impl ExtentType {
     }
 }
 
-fn yes_no(k: &str, v: &str) -> Result<bool, String> {
+/// A [`ErrorClass::BadMeta`] error about the ExtentType XML.
+fn bad(message: impl Into<String>) -> Error {
+    Error::new(ErrorClass::BadMeta, message)
+}
+
+/// The attributes of `<ExtentType>` (§6.1).
+struct GlobalOptions {
+    name: String,
+    attrs: Vec<(String, String)>,
+    null_compact: bool,
+    big_to_small: bool,
+    pad_max: bool,
+    version: (i32, i32),
+}
+
+impl GlobalOptions {
+    fn parse(root: roxmltree::Node<'_, '_>) -> Result<GlobalOptions> {
+        let mut o = GlobalOptions {
+            name: String::new(),
+            attrs: Vec::new(),
+            null_compact: false,
+            big_to_small: false,
+            pad_max: false,
+            version: (0, 0),
+        };
+        let mut name = None;
+        for a in root.attributes() {
+            let (k, v) = (a.name().to_string(), a.value().to_string());
+            let refuse = |why: String| Err(bad(why).with_field(k.clone()));
+            if v.is_empty() && k != "namespace" {
+                return refuse("the <ExtentType> attribute is empty".into());
+            }
+            match k.as_str() {
+                "name" => name = Some(v.clone()),
+                "namespace" | "comment" => {}
+                "version" => o.version = parse_version(&v).map_err(|e| e.with_field(k.clone()))?,
+                "pack_null_compact" => {
+                    o.null_compact = match v.as_str() {
+                        "no" => false,
+                        "non_bool" => true,
+                        _ => return refuse(format!("{v:?} is not no or non_bool")),
+                    }
+                }
+                "pack_pad_record" => {
+                    o.pad_max = match v.as_str() {
+                        "original" => false,
+                        "max_column_size" => true,
+                        _ => return refuse(format!("{v:?} is not original or max_column_size")),
+                    }
+                }
+                "pack_field_ordering" => {
+                    o.big_to_small = match v.as_str() {
+                        "small_to_big_sep_var32" => false,
+                        "big_to_small_sep_var32" => true,
+                        _ => return refuse(format!("{v:?} is not a known field ordering")),
+                    }
+                }
+                _ if k.starts_with("pack_") || k.starts_with("opt_") => {
+                    return refuse("an unrecognized global packing option".into())
+                }
+                _ => {}
+            }
+            o.attrs.push((k, v));
+        }
+        o.name =
+            name.ok_or_else(|| bad("<ExtentType> has no name attribute").with_field("name"))?;
+        if o.name.is_empty() || o.name.len() > 255 {
+            return Err(
+                bad(format!("type name {:?} must be 1 to 255 bytes", o.name)).with_field("name"),
+            );
+        }
+        Ok(o)
+    }
+}
+
+/// One `<field>` element, parsed but not yet placed: its pack_relative base is resolved once
+/// every field is known.
+struct ParsedField {
+    field: Field,
+    nullable: bool,
+    relative_to: Option<String>,
+}
+
+/// The attributes of a `<field>` as given, before they are checked against each other.
+#[derive(Default)]
+struct FieldAttrs {
+    name: Option<String>,
+    kind: Option<String>,
+    size: Option<String>,
+    nullable: bool,
+    scale_warn: bool,
+    relative: Option<String>,
+}
+
+/// Parses one child of `<ExtentType>` as a `<field>` (§6.2); `earlier` are the fields before it.
+fn parse_field(child: roxmltree::Node<'_, '_>, earlier: &[Field]) -> Result<ParsedField> {
+    if child.is_text() {
+        return Err(bad("<ExtentType> holds text; its children must be <field>"));
+    }
+    if !child.is_element() || child.tag_name().name() != "field" {
+        let what = if child.is_comment() {
+            "comment".to_string()
+        } else if child.is_pi() {
+            "processing instruction".to_string()
+        } else {
+            format!("<{}>", child.tag_name().name())
+        };
+        return Err(bad(format!("sub-element should be field, not {what}")));
+    }
+    let mut f = Field::bool(String::new(), false);
+    let mut given = FieldAttrs::default();
+    for a in child.attributes() {
+        let (k, v) = (a.name().to_string(), a.value().to_string());
+        if read_field_attr(&mut f, &mut given, &k, &v).map_err(|e| e.with_field(k.clone()))? {
+            f.attrs.push((k, v));
+        }
+    }
+    let fname = given
+        .name
+        .take()
+        .ok_or_else(|| bad("a <field> has no name attribute").with_field("name"))?;
+    if fname.is_empty() || fname.len() > 255 || fname.starts_with(' ') {
+        return Err(bad(format!(
+            "field name {fname:?} must be 1 to 255 bytes and not start with a space"
+        ))
+        .with_field("name"));
+    }
+    if earlier.iter().any(|g| g.name == fname) {
+        return Err(bad(format!("field name {fname:?} appears twice")).with_field("name"));
+    }
+    f.kind = field_kind(&fname, &given)?;
+    check_field_options(&f, &fname, &given)?;
+    f.name = fname.clone();
+    let mut relative_to = None;
+    if let Some(r) = given.relative {
+        if !matches!(f.kind, Kind::Int32 | Kind::Int64 | Kind::Double) {
+            return Err(bad(format!(
+                "field {fname:?}: pack_relative is allowed on int32, int64 and double only"
+            ))
+            .with_field("pack_relative"));
+        }
+        if r == fname {
+            if f.kind == Kind::Double && f.pack_scale.is_none() {
+                return Err(
+                    bad(format!("self-relative double {fname:?} needs pack_scale"))
+                        .with_field("pack_relative"),
+                );
+            }
+            f.relative = Some(Relative::SelfRel);
+        } else {
+            relative_to = Some(r);
+        }
+    }
+    Ok(ParsedField {
+        field: f,
+        nullable: given.nullable,
+        relative_to,
+    })
+}
+
+/// Reads one attribute of a `<field>` into `f` and `given`; `Ok(true)` when it is kept among
+/// the field's attributes (all but `name`).
+fn read_field_attr(f: &mut Field, given: &mut FieldAttrs, k: &str, v: &str) -> Result<bool> {
+    if v.is_empty() {
+        return Err(bad("the <field> attribute is empty"));
+    }
+    match k {
+        "name" => {
+            given.name = Some(v.to_owned());
+            return Ok(false);
+        }
+        "type" => given.kind = Some(v.to_owned()),
+        "size" => given.size = Some(v.to_owned()),
+        "opt_nullable" => given.nullable = yes_no(v)?,
+        "pack_unique" => f.pack_unique = yes_no(v)?,
+        "pack_scale" => {
+            let s = parse_num(v).ok_or_else(|| bad(format!("{v:?} is not a number")))?;
+            if s == 0.0 || !s.is_finite() {
+                return Err(bad(format!("{v:?} must be a non-zero number")));
+            }
+            f.pack_scale = Some(s);
+        }
+        "pack_scale_warn" => {
+            yes_no(v)?;
+            given.scale_warn = true;
+        }
+        "pack_relative" => given.relative = Some(v.to_owned()),
+        "opt_doublebase" => {
+            f.doublebase = Some(parse_num(v).ok_or_else(|| bad(format!("{v:?} is not a number")))?)
+        }
+        _ if k.starts_with("pack_") || k.starts_with("opt_") => {
+            return Err(bad("an unrecognized local packing option"))
+        }
+        _ => {}
+    }
+    Ok(true)
+}
+
+/// The kind a `<field>`'s `type` (and `size`) attributes give.
+fn field_kind(fname: &str, given: &FieldAttrs) -> Result<Kind> {
+    let ftype = given
+        .kind
+        .as_deref()
+        .ok_or_else(|| bad(format!("field {fname:?} has no type attribute")).with_field("type"))?;
+    Ok(match ftype {
+        "bool" => Kind::Bool,
+        "byte" => Kind::Byte,
+        "int32" => Kind::Int32,
+        "int64" => Kind::Int64,
+        "double" => Kind::Double,
+        "variable32" => Kind::Variable32,
+        "fixedwidth" => {
+            let s = given.size.as_deref().ok_or_else(|| {
+                bad(format!("fixedwidth field {fname:?} has no size")).with_field("size")
+            })?;
+            let n: i32 = s.trim().parse().map_err(|_| {
+                bad(format!("{s:?} of field {fname:?} is not an integer")).with_field("size")
+            })?;
+            if n <= 0 {
+                return Err(
+                    bad(format!("{s:?} of field {fname:?} must be positive")).with_field("size")
+                );
+            }
+            Kind::FixedWidth(n as usize)
+        }
+        other => {
+            return Err(
+                bad(format!("field {fname:?} has unknown type {other:?}")).with_field("type")
+            )
+        }
+    })
+}
+
+/// The packing options a field's kind allows (§6.2).
+fn check_field_options(f: &Field, fname: &str, given: &FieldAttrs) -> Result<()> {
+    let only = |option: &str, kinds: &str| {
+        Err(bad(format!(
+            "field {fname:?}: {option} is allowed on {kinds} only"
+        ))
+        .with_field(option.to_owned()))
+    };
+    if given.size.is_some() && !matches!(f.kind, Kind::FixedWidth(_)) {
+        return only("size", "fixedwidth fields");
+    }
+    if f.pack_unique && f.kind != Kind::Variable32 {
+        return only("pack_unique", "variable32");
+    }
+    if f.pack_scale.is_some() && f.kind != Kind::Double {
+        return only("pack_scale", "double");
+    }
+    if f.doublebase.is_some() && f.kind != Kind::Double {
+        return only("opt_doublebase", "double");
+    }
+    if given.scale_warn && f.pack_scale.is_none() {
+        return Err(bad(format!(
+            "field {fname:?}: pack_scale_warn without pack_scale"
+        ))
+        .with_field("pack_scale_warn"));
+    }
+    Ok(())
+}
+
+/// Points each `pack_relative` field at its base, which must be an earlier visible field of the
+/// same kind (§10).
+fn resolve_relatives(fields: &mut [Field], relatives: Vec<(usize, String)>) -> Result<()> {
+    for (idx, base) in relatives {
+        let b = fields[..idx]
+            .iter()
+            .position(|g| !g.hidden && g.name == base)
+            .ok_or_else(|| {
+                bad(format!(
+                    "field {:?} is relative to {base:?}, which is not an earlier field",
+                    fields[idx].name
+                ))
+                .with_field("pack_relative")
+            })?;
+        if fields[b].kind != fields[idx].kind {
+            return Err(bad(format!(
+                "field {:?} is relative to {base:?}, a field of another type",
+                fields[idx].name
+            ))
+            .with_field("pack_relative"));
+        }
+        fields[idx].relative = Some(Relative::Other(b));
+    }
+    Ok(())
+}
+
+fn yes_no(v: &str) -> Result<bool> {
     match v {
         "yes" => Ok(true),
         "no" => Ok(false),
-        _ => Err(format!("{k}={v:?} is not yes or no")),
+        _ => Err(bad(format!("{v:?} is not yes or no"))),
     }
 }
 
@@ -509,15 +616,15 @@ pub fn parse_num(v: &str) -> Option<f64> {
     v.trim().parse::<f64>().ok()
 }
 
-fn parse_version(v: &str) -> Result<(i32, i32), String> {
-    let bad = || format!("version={v:?} is not MAJOR.MINOR");
-    let (a, b) = v.split_once('.').ok_or_else(bad)?;
+fn parse_version(v: &str) -> Result<(i32, i32)> {
+    let wrong = || bad(format!("{v:?} is not MAJOR.MINOR"));
+    let (a, b) = v.split_once('.').ok_or_else(wrong)?;
     if b.contains('.') {
-        return Err(bad());
+        return Err(wrong());
     }
     Ok((
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
+        a.trim().parse().map_err(|_| wrong())?,
+        b.trim().parse().map_err(|_| wrong())?,
     ))
 }
 

@@ -4,7 +4,16 @@
 //! Reading walks the messages itself and checks each one against its body before `arrow::ipc`
 //! decodes it: buffers that lie outside the body, negative lengths, and compressed buffers whose
 //! length prefix does not match what they decompress to. Arrow's decoder trusts those and would
-//! panic, or abort on an impossible allocation, on a damaged file.
+//! panic, or abort on an impossible allocation, on a damaged file; what it still panics on after
+//! the checks is contained by [`crate::panic_guard`].
+//!
+//! The walker works around these arrow-rs weaknesses: a stream message's body length allocated
+//! before it is read (apache/arrow-rs#10521, fixed by #10522), a file block's body zero-filled
+//! before it is read (apache/arrow-rs#10921, open), a compressed buffer shorter than its length
+//! prefix (apache/arrow-rs#9801, fixed by #9802), and buffers or nodes outside the body
+//! (apache/arrow-rs#541, #7124, #8931). It can give way to `arrow::ipc`'s own readers when the
+//! arrow release arrowsmith depends on has all of these fixed and the IPC regression tests of
+//! the fuzz findings (docs/reliability.md) pass on those readers alone.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,6 +34,7 @@ use super::{Adapted, InFile, ProjectionPlan};
 use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
+use crate::panic_guard::quietly;
 use crate::scan::{FragmentRange, ScanOptions};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -976,42 +986,10 @@ fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
 }
 
 /// arrow 59's `fb_to_schema` panics on a schema it cannot convert (a missing field list, an
-/// unknown bit width, …) where arrow 60 has `try_fb_to_schema`; a file's bytes must never
-/// panic us, so the panic is caught here and becomes a data error. The panic hook stays quiet
-/// for it: the message goes into the error instead of onto stderr.
+/// unknown bit width, …; apache/arrow-rs#10575, #10437); the panic is contained and becomes a
+/// data error. Replace it by `try_fb_to_schema` (apache/arrow-rs#10647) once arrowsmith's arrow
+/// release has it.
 fn schema_from_fb(fb: arrow::ipc::Schema<'_>) -> Result<arrow_schema::Schema> {
     quietly(|| fb_to_schema(fb))
         .map_err(|why| bad(format!("the schema message is malformed: {why}")))
-}
-
-/// Runs a conversion of arrow-ipc 59 that panics on some malformed input instead of returning
-/// an error (schema fields; record batches whose arrays do not add up), and turns the panic
-/// into its message. The panic hook stays quiet for it, so the message goes into the error
-/// instead of onto stderr.
-pub(crate) fn quietly<T>(convert: impl FnOnce() -> T) -> std::result::Result<T, String> {
-    use std::cell::Cell;
-    use std::panic::{catch_unwind, AssertUnwindSafe};
-    use std::sync::Once;
-
-    thread_local!(static QUIET: Cell<bool> = const { Cell::new(false) });
-    static QUIET_HOOK: Once = Once::new();
-    QUIET_HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(Cell::get) {
-                previous(info)
-            }
-        }));
-    });
-
-    let was_quiet = QUIET.with(|q| q.replace(true));
-    let converted = catch_unwind(AssertUnwindSafe(convert));
-    QUIET.with(|q| q.set(was_quiet));
-    converted.map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "unreadable field description".to_string())
-    })
 }

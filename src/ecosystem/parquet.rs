@@ -32,6 +32,7 @@ mod footer;
 use crate::atomic::{Destination, StreamOutput};
 use crate::error::{Error, ErrorClass, Result};
 use crate::options::WriteOptions;
+use crate::panic_guard::quietly;
 use crate::scan::{FragmentRange, ScanOptions};
 use crate::write::{BatchWriter, WriteSummary};
 
@@ -45,7 +46,7 @@ pub(crate) fn open(
     let file = EndOfFileIsAnError::open(path)?;
     // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
     // malformed ones (an integer of 16,777,216 bits).
-    let mut builder = super::ipc::quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
+    let mut builder = quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
         .map_err(|why| {
             Error::new(
                 ErrorClass::BadMeta,
@@ -195,7 +196,7 @@ impl Iterator for PanicsAsErrors {
 
     fn next(&mut self) -> Option<Self::Item> {
         let inner = self.inner.as_mut()?;
-        match super::ipc::quietly(|| inner.next()) {
+        match quietly(|| inner.next()) {
             Ok(next) => next,
             Err(why) => {
                 self.inner = None;

@@ -238,13 +238,13 @@ pub fn inspect(bytes: &[u8]) -> Result<VectorInfo> {
         WireType::Empty => out.len = (header >> 8) as usize,
         WireType::SimplePrimitive | WireType::ConstPrimitive | WireType::SimpleFixedString => {
             let t = root::<fb::SimplePrimitiveVector>(fbuf, "SimplePrimitiveVector")?;
-            out.len = length(t.len(), fbuf, "SimplePrimitiveVector.len")?;
+            out.len = length(t.len(), "SimplePrimitiveVector.len")?;
             out.mask = mask_kind(t.naMask())?;
             out.info = t.info().map(info_pair);
         }
         WireType::DiffPrimitive => {
             let t = root::<fb::DiffPrimitiveVector>(fbuf, "DiffPrimitiveVector")?;
-            out.len = length(t.len(), fbuf, "DiffPrimitiveVector.len")?;
+            out.len = length(t.len(), "DiffPrimitiveVector.len")?;
             out.mask = mask_kind(t.naMask())?;
             out.info = t.info().map(info_pair);
             out.base = Some(t.base());
@@ -256,12 +256,12 @@ pub fn inspect(bytes: &[u8]) -> Result<VectorInfo> {
         }
         WireType::ConstString => {
             let t = root::<fb::ConstStringVector>(fbuf, "ConstStringVector")?;
-            out.len = length(t.len(), fbuf, "ConstStringVector.len")?;
+            out.len = length(t.len(), "ConstStringVector.len")?;
             out.mask = mask_kind(t.naMask())?;
         }
         WireType::DictString => {
             let t = root::<fb::DictStringVector>(fbuf, "DictStringVector")?;
-            out.len = length(t.len(), fbuf, "DictStringVector.len")?;
+            out.len = length(t.len(), "DictStringVector.len")?;
             out.mask = MaskKind::Absent;
             out.info = t.info().map(info_pair);
             out.dictionary_size = Some(t.dictionary().map_or(0, |d| d.len()));
@@ -270,7 +270,7 @@ pub fn inspect(bytes: &[u8]) -> Result<VectorInfo> {
             let t = root::<fb::DiffDateTimeVector>(fbuf, "DiffDateTimeVector")?;
             let vars = t.vars().ok_or_else(|| missing("DiffDateTimeVector.vars"))?;
             let (len, base_tz, base_millis) = ddt_vars(vars);
-            out.len = length(len, fbuf, "DiffDateTimeVector.vars.len")?;
+            out.len = length(len, "DiffDateTimeVector.vars.len")?;
             out.mask = mask_kind(t.naMask())?;
             out.info = t.millisInfo().map(info_pair);
             out.base = Some(base_millis);
@@ -327,13 +327,13 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
             let t = root::<fb::SimplePrimitiveVector>(fbuf, "SimplePrimitiveVector")?;
             let constant = wire_type == WireType::ConstPrimitive;
             let len = if constant {
-                let len = length(t.len(), fbuf, "ConstPrimitiveVector.len")?;
+                let len = length(t.len(), "ConstPrimitiveVector.len")?;
                 check_expansion(len, bytes.len())?;
                 len
             } else {
                 bounded_length(t.len(), fbuf, "SimplePrimitiveVector.len")?
             };
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let data = PrimitiveData {
                 info: t.info(),
                 bytes: t.data(),
@@ -345,9 +345,9 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
         WireType::DiffPrimitive => {
             let t = root::<fb::DiffPrimitiveVector>(fbuf, "DiffPrimitiveVector")?;
             let len = bounded_length(t.len(), fbuf, "DiffPrimitiveVector.len")?;
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let what = "DiffPrimitiveVector.data";
-            let (nbits, signed) = required_info(t.info(), len, "DiffPrimitiveVector.info")?;
+            let (nbits, signed) = required_info(t.info(), "DiffPrimitiveVector.info")?;
             let data = data_bytes(t.data(), len, nbits, fbuf, what)?;
             match filo_type {
                 FiloType::Int => {
@@ -370,7 +370,7 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
             let t = root::<fb::SimpleStringVector>(fbuf, "SimpleStringVector")?;
             let strings = t.data();
             let len = strings.map_or(0, |d| d.len());
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let mut builder = StringBuilder::with_capacity(len, 0);
             if let Some(strings) = strings {
                 for (i, s) in strings.iter().enumerate() {
@@ -385,9 +385,9 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
         }
         WireType::ConstString => {
             let t = root::<fb::ConstStringVector>(fbuf, "ConstStringVector")?;
-            let len = length(t.len(), fbuf, "ConstStringVector.len")?;
+            let len = length(t.len(), "ConstStringVector.len")?;
             check_expansion(len, bytes.len())?;
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let all_na = nulls.as_ref().is_some_and(|n| n.null_count() == len);
             let value = match t.str() {
                 Some(s) => s,
@@ -429,7 +429,7 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
         WireType::DictString => {
             let t = root::<fb::DictStringVector>(fbuf, "DictStringVector")?;
             let len = bounded_length(t.len(), fbuf, "DictStringVector.len")?;
-            let (nbits, signed) = required_info(t.info(), len, "DictStringVector.info")?;
+            let (nbits, signed) = required_info(t.info(), "DictStringVector.info")?;
             check_int_info(nbits, signed, "DictStringVector.info")?;
             let codes_vec = t.codes();
             let codes = data_bytes(codes_vec, len, nbits, fbuf, "DictStringVector.codes")?;
@@ -469,9 +469,9 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
             let vars = t.vars().ok_or_else(|| missing("DiffDateTimeVector.vars"))?;
             let (len, base_tz, base_millis) = ddt_vars(vars);
             let len = bounded_length(len, fbuf, "DiffDateTimeVector.vars.len")?;
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let field = "DiffDateTimeVector.millisInfo";
-            let (nbits, signed) = required_info(t.millisInfo(), len, field)?;
+            let (nbits, signed) = required_info(t.millisInfo(), field)?;
             check_long_info(nbits, signed, field)?;
             let millis = data_bytes(t.millis(), len, nbits, fbuf, "DiffDateTimeVector.millis")?;
             let mut millis = ints_i64(millis, nbits, signed, len);
@@ -527,9 +527,9 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
         WireType::SimpleFixedString => {
             let t = root::<fb::SimplePrimitiveVector>(fbuf, "SimpleFixedStringVector")?;
             let len = bounded_length(t.len(), fbuf, "SimpleFixedStringVector.len")?;
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let field = "SimpleFixedStringVector.info";
-            let (nbits, _) = required_info(t.info(), len, field)?;
+            let (nbits, _) = required_info(t.info(), field)?;
             if nbits % 8 != 0 || !(8..=2048).contains(&nbits) {
                 return Err(bad_info(
                     nbits,
@@ -560,13 +560,13 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
                 }
                 builder.append_value(&slot[1..1 + n]);
             }
-            binary_result(builder.finish(), filo_type, fbuf)?
+            binary_result(builder.finish(), filo_type)?
         }
         WireType::SimpleBinary => {
             let t = root::<fb::SimpleBinaryVector>(fbuf, "SimpleBinaryVector")?;
             let offsets: Vec<i32> = t.offsets().map_or(Vec::new(), |o| o.iter().collect());
             let len = offsets.len().saturating_sub(1);
-            let nulls = validity(t.naMask(), len, fbuf)?;
+            let nulls = validity(t.naMask(), len)?;
             let data = t.data().map_or(&[][..], |d| d.bytes());
             let off_pos = t.offsets().map_or(0, |o| offset_of(fbuf, o.bytes()));
             let bad = |m: String| {
@@ -597,7 +597,7 @@ fn decode_from(bytes: &[u8], owner: Option<&Buffer>, data_type: &DataType) -> Re
                     builder.append_value(&data[offsets[i] as usize..offsets[i + 1] as usize]);
                 }
             }
-            binary_result(builder.finish(), filo_type, fbuf)?
+            binary_result(builder.finish(), filo_type)?
         }
     };
     Ok(array)
@@ -648,7 +648,7 @@ fn decode_dictionary(bytes: &[u8], key: &DataType, value: &DataType) -> Result<A
     let fbuf = &bytes[4..];
     let t = root::<fb::DictStringVector>(fbuf, "DictStringVector")?;
     let len = bounded_length(t.len(), fbuf, "DictStringVector.len")?;
-    let (nbits, signed) = required_info(t.info(), len, "DictStringVector.info")?;
+    let (nbits, signed) = required_info(t.info(), "DictStringVector.info")?;
     check_int_info(nbits, signed, "DictStringVector.info")?;
     let codes_vec = t.codes();
     let codes = data_bytes(codes_vec, len, nbits, fbuf, "DictStringVector.codes")?;
@@ -781,7 +781,7 @@ fn missing(field: &str) -> Error {
 /// The length of a vector whose elements take at least one bit each of the buffer, checked
 /// against it before anything is allocated for them (NA masks included).
 fn bounded_length(len: i32, fbuf: &[u8], field: &str) -> Result<usize> {
-    let n = length(len, fbuf, field)?;
+    let n = length(len, field)?;
     if n / 8 > fbuf.len() {
         return Err(Error::new(
             ErrorClass::BufferSize,
@@ -795,7 +795,7 @@ fn bounded_length(len: i32, fbuf: &[u8], field: &str) -> Result<usize> {
     Ok(n)
 }
 
-fn length(len: i32, _fbuf: &[u8], field: &str) -> Result<usize> {
+fn length(len: i32, field: &str) -> Result<usize> {
     usize::try_from(len).map_err(|_| {
         Error::new(ErrorClass::BadValue, format!("length {len} is negative"))
             .with_field(field.to_string())
@@ -830,7 +830,7 @@ fn ddt_vars(vars: &fb::DDTVars) -> (i32, i8, i64) {
     (len, base_tz, i64::from_le_bytes(m))
 }
 
-fn required_info(info: Option<&fb::DataInfo>, _len: usize, field: &str) -> Result<(u16, bool)> {
+fn required_info(info: Option<&fb::DataInfo>, field: &str) -> Result<(u16, bool)> {
     info.map(info_pair).ok_or_else(|| missing(field))
 }
 
@@ -997,7 +997,7 @@ fn primitive(
     if len == 0 {
         return Ok(new_null_array(data_type, 0).slice(0, 0));
     }
-    let (nbits, signed) = required_info(data.info, len, &field_info)?;
+    let (nbits, signed) = required_info(data.info, &field_info)?;
     let count = if constant { 1 } else { len };
     let body = |count: usize, nbits: u16| data_bytes(data.bytes, count, nbits, fbuf, &field_data);
     Ok(match filo_type {
@@ -1083,11 +1083,7 @@ fn string_result(array: StringArray, filo_type: FiloType) -> ArrayRef {
     }
 }
 
-fn binary_result(
-    array: arrow_array::BinaryArray,
-    filo_type: FiloType,
-    _fbuf: &[u8],
-) -> Result<ArrayRef> {
+fn binary_result(array: arrow_array::BinaryArray, filo_type: FiloType) -> Result<ArrayRef> {
     if filo_type == FiloType::Binary {
         return Ok(Arc::new(array));
     }
@@ -1126,7 +1122,7 @@ fn bad_mask_type(value: i8) -> Error {
 }
 
 /// Arrow validity from a NaMask (bit set = NA), `None` when no element is NA.
-fn validity(mask: Option<fb::NaMask<'_>>, len: usize, _fbuf: &[u8]) -> Result<Option<NullBuffer>> {
+fn validity(mask: Option<fb::NaMask<'_>>, len: usize) -> Result<Option<NullBuffer>> {
     let mask = match mask {
         None => return Ok(None),
         Some(m) => m,

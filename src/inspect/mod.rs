@@ -142,7 +142,6 @@ pub fn inspect_with_progress(
         Some(format) => format,
         None => Format::detect(path)?,
     };
-    format.ensure_implemented().map_err(|e| e.with_file(path))?;
     let mut read = ReadOptions {
         format: Some(format),
         scan: ScanOptions::default(),

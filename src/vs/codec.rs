@@ -378,15 +378,7 @@ impl<'a> Fields<'a> {
                 self.pos += used;
                 Ok(value)
             }
-            Err(message) => Err(self.error(
-                if message.starts_with("runs past") {
-                    ErrorClass::BadEnvelope
-                } else {
-                    ErrorClass::BadValue
-                },
-                field,
-                message,
-            )),
+            Err(e) => Err(self.error(e.class(), field, e.message())),
         }
     }
 
@@ -417,17 +409,22 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Decodes one VARUINT from the start of `bytes`: (value, bytes used), or what was wrong.
+/// Decodes one VARUINT from the start of `bytes`: (value, bytes used). An error is
+/// [`ErrorClass::BadEnvelope`] when the varint runs past `bytes`, else [`ErrorClass::BadValue`];
+/// the caller names the field and block.
 pub fn read_varuint(
     bytes: &[u8],
     max_bytes: usize,
     max_value: u64,
     order: VarintOrder,
-) -> std::result::Result<(u64, usize), String> {
+) -> Result<(u64, usize)> {
     let mut value: u128 = 0;
     for i in 0..max_bytes {
         let Some(&byte) = bytes.get(i) else {
-            return Err("runs past the end of its block: bad varint".into());
+            return Err(Error::new(
+                ErrorClass::BadEnvelope,
+                "runs past the end of its block: bad varint",
+            ));
         };
         let group = (byte & 0x7F) as u128;
         match order {
@@ -435,14 +432,18 @@ pub fn read_varuint(
             VarintOrder::MsbFirst => value = (value << 7) | group,
         }
         if value > max_value as u128 {
-            return Err(format!("bad varint: varint overflows {max_value}"));
+            return Err(Error::new(
+                ErrorClass::BadValue,
+                format!("bad varint: varint overflows {max_value}"),
+            ));
         }
         if byte & 0x80 == 0 {
             return Ok((value as u64, i + 1));
         }
     }
-    Err(format!(
-        "bad varint: varint too long (more than {max_bytes} bytes)"
+    Err(Error::new(
+        ErrorClass::BadValue,
+        format!("bad varint: varint too long (more than {max_bytes} bytes)"),
     ))
 }
 
@@ -516,24 +517,24 @@ impl Meta {
     }
 }
 
-/// N = product(dims), with the zero rule and the i32 bound (spec §4).
-pub fn element_count(dims: &[u64]) -> std::result::Result<usize, String> {
+/// N = product(dims), with the zero rule and the i32 bound (spec §4); an error is
+/// [`ErrorClass::BadMeta`].
+pub fn element_count(dims: &[u64]) -> Result<usize> {
     if dims.contains(&0) {
         return Ok(0);
     }
+    let too_large = || {
+        Error::new(
+            ErrorClass::BadMeta,
+            format!("vector too large: dims {dims:?} hold more than 2^31-1 elements"),
+        )
+    };
     let mut n: u64 = 1;
     for &d in dims {
         n = n
             .checked_mul(d)
             .filter(|&n| n <= i32::MAX as u64)
-            .ok_or_else(|| {
-                format!("vector too large: dims {dims:?} hold more than 2^31-1 elements")
-            })?;
-    }
-    if n > i32::MAX as u64 {
-        return Err(format!(
-            "vector too large: dims {dims:?} hold more than 2^31-1 elements"
-        ));
+            .ok_or_else(too_large)?;
     }
     Ok(n as usize)
 }
@@ -556,7 +557,7 @@ pub fn parse_meta(block: &Block<'_>, order: VarintOrder) -> Result<Meta> {
     for i in 0..rank {
         dims.push(f.vu32(&format!("dims[{i}]"))? as u64);
     }
-    let n = element_count(&dims).map_err(|m| f.error(ErrorClass::BadMeta, "dims", m))?;
+    let n = element_count(&dims).map_err(|e| f.error(e.class(), "dims", e.message()))?;
     let code = f.u8("resolution")? as i8;
     let resolution = Resolution::from_code(code).ok_or_else(|| {
         f.error(
@@ -900,8 +901,8 @@ mod tests {
             write_varuint(&mut out, value);
             assert_eq!(out, bytes);
             assert_eq!(
-                read_varuint(bytes, 5, u32::MAX as u64, VarintOrder::Leb128),
-                Ok((value, bytes.len()))
+                read_varuint(bytes, 5, u32::MAX as u64, VarintOrder::Leb128).unwrap(),
+                (value, bytes.len())
             );
         }
         let msb: [(u64, &[u8]); 4] = [
@@ -912,18 +913,19 @@ mod tests {
         ];
         for (value, bytes) in msb {
             assert_eq!(
-                read_varuint(bytes, 5, u32::MAX as u64, VarintOrder::MsbFirst),
-                Ok((value, bytes.len()))
+                read_varuint(bytes, 5, u32::MAX as u64, VarintOrder::MsbFirst).unwrap(),
+                (value, bytes.len())
             );
         }
         // Non-minimal accepted, too long and overflowing refused.
         assert_eq!(
-            read_varuint(&[0x80, 0x00], 5, u32::MAX as u64, VarintOrder::Leb128),
-            Ok((0, 2))
+            read_varuint(&[0x80, 0x00], 5, u32::MAX as u64, VarintOrder::Leb128).unwrap(),
+            (0, 2)
         );
         assert!(
             read_varuint(&[0x80; 6], 5, u32::MAX as u64, VarintOrder::Leb128)
                 .unwrap_err()
+                .message()
                 .contains("too long")
         );
         assert!(read_varuint(
@@ -933,21 +935,26 @@ mod tests {
             VarintOrder::Leb128
         )
         .unwrap_err()
+        .message()
         .contains("overflows"));
-        assert!(
-            read_varuint(&[0x80], 5, u32::MAX as u64, VarintOrder::Leb128)
-                .unwrap_err()
-                .contains("runs past")
-        );
+        let short = read_varuint(&[0x80], 5, u32::MAX as u64, VarintOrder::Leb128).unwrap_err();
+        assert_eq!(short.class(), ErrorClass::BadEnvelope);
+        assert!(short.message().contains("runs past"));
     }
 
     #[test]
     fn element_counts() {
-        assert_eq!(element_count(&[]), Ok(1));
-        assert_eq!(element_count(&[2, 3]), Ok(6));
-        assert_eq!(element_count(&[u32::MAX as u64, u32::MAX as u64, 0]), Ok(0));
+        assert_eq!(element_count(&[]).unwrap(), 1);
+        assert_eq!(element_count(&[2, 3]).unwrap(), 6);
+        assert_eq!(
+            element_count(&[u32::MAX as u64, u32::MAX as u64, 0]).unwrap(),
+            0
+        );
         assert!(element_count(&[u32::MAX as u64, 2]).is_err());
-        assert_eq!(element_count(&[i32::MAX as u64]), Ok(i32::MAX as usize));
+        assert_eq!(
+            element_count(&[i32::MAX as u64]).unwrap(),
+            i32::MAX as usize
+        );
     }
 
     #[test]

@@ -66,8 +66,8 @@ pub(in crate::bcolz) fn sizes_text(col: &Column, rows: u64) -> String {
 
 /// `bcolz.attrs` checked (lenient JSON object) and made ASCII.
 pub(super) fn check_attrs(text: &str) -> Result<String> {
-    let value = parse_lenient(text)
-        .map_err(|m| Error::new(ErrorClass::BadMeta, format!("bcolz.attrs: {m}")))?;
+    // The caller names the metadata field; the offset is into its text.
+    let value = parse_lenient(text)?;
     if !value.is_object() {
         return Err(Error::new(
             ErrorClass::BadMeta,

@@ -231,8 +231,7 @@ fn seal_one(
     order: ByteOrder,
     spare: &SpareBuffers,
 ) -> Result<Extent> {
-    let hash = partly_unpacked_hash_after_fixed(fixed_hash, order, c.plain_var_body(), false)
-        .map_err(|m| Error::new(ErrorClass::BadValue, m))?;
+    let hash = partly_unpacked_hash_after_fixed(fixed_hash, order, c.plain_var_body(), false)?;
     let [fixed, var] = c.parts;
     let [fm, vm] = c.modes;
     for plain in [c.plain_fixed, c.plain_var].into_iter().flatten() {

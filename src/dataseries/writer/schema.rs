@@ -162,38 +162,42 @@ pub fn generate_xml(schema: &Schema, name: &str) -> Result<String> {
     Ok(xml)
 }
 
-/// Checks that a type fits a schema: same visible names in order, kinds, nullability.
-fn type_matches(t: &ExtentType, schema: &Schema) -> std::result::Result<(), String> {
+/// Checks that a type fits a schema: same visible names in order, kinds, nullability. The
+/// error is [`ErrorClass::InvalidArgument`] naming the column.
+fn type_matches(t: &ExtentType, schema: &Schema) -> Result<()> {
+    let misfit = |m: String| {
+        Error::invalid_argument(format!("the given ExtentType does not fit the data: {m}"))
+    };
     if t.visible.len() != schema.fields().len() {
-        return Err(format!(
+        return Err(misfit(format!(
             "the type has {} fields, the data {} columns",
             t.visible.len(),
             schema.fields().len()
-        ));
+        )));
     }
-    for (&i, f) in t.visible.iter().zip(schema.fields()) {
+    for (column, (&i, f)) in t.visible.iter().zip(schema.fields()).enumerate() {
         let df = &t.fields[i];
+        let at = |e: Error| e.with_column(column, Some(f.name()));
         if df.name != *f.name() {
-            return Err(format!(
-                "field {:?} of the type meets column {:?}",
-                df.name,
-                f.name()
-            ));
+            return Err(at(misfit(format!(
+                "the type's field there is {:?}",
+                df.name
+            ))));
         }
         let kind = kind_for(f.data_type()).map(|k| k.0);
         if kind != Some(df.kind) {
-            return Err(format!(
+            return Err(at(misfit(format!(
                 "field {:?} is {} but the column is Arrow {}",
                 df.name,
                 df.kind.name(),
                 f.data_type()
-            ));
+            ))));
         }
         if df.null_field.is_some() != f.is_nullable() {
-            return Err(format!(
+            return Err(at(misfit(format!(
                 "field {:?}: nullability differs from the column's",
                 df.name
-            ));
+            ))));
         }
     }
     Ok(())
@@ -201,13 +205,10 @@ fn type_matches(t: &ExtentType, schema: &Schema) -> std::result::Result<(), Stri
 
 /// Chooses the ExtentType (§20.4): user XML, else the schema's `dataseries.xml` if it fits, else generated.
 pub fn resolve_type(schema: &Schema, options: &WriterOptions, stem: &str) -> Result<ExtentType> {
-    let bad = |m: String| Error::new(ErrorClass::BadMeta, m);
     if let Some(xml) = &options.xml {
-        let t =
-            ExtentType::parse(xml).map_err(|m| bad(format!("the given ExtentType XML: {m}")))?;
-        type_matches(&t, schema).map_err(|m| {
-            Error::invalid_argument(format!("the given ExtentType does not fit the data: {m}"))
-        })?;
+        // The setting's name: the XML's own attribute, if the error has one, is more precise.
+        let t = ExtentType::parse(xml).map_err(|e| e.with_field("xml"))?;
+        type_matches(&t, schema)?;
         return Ok(t);
     }
     if let Some(xml) = schema.metadata().get("dataseries.xml") {
@@ -224,9 +225,12 @@ pub fn resolve_type(schema: &Schema, options: &WriterOptions, stem: &str) -> Res
         .or_else(|| schema.metadata().get("dataseries.name").cloned())
         .unwrap_or_else(|| stem.to_string());
     let xml = generate_xml(schema, &name)?;
-    let t = ExtentType::parse(&xml)
-        .map_err(|m| bad(format!("the generated ExtentType is invalid: {m}")))?;
-    Ok(t)
+    ExtentType::parse(&xml).map_err(|e| {
+        Error::new(
+            ErrorClass::BadMeta,
+            format!("the generated ExtentType is invalid: {}", e.message()),
+        )
+    })
 }
 
 /// Validates the writer-side constraints of §17.2.

@@ -197,10 +197,10 @@ impl<'m> BatchBuilder<'m> {
         let mut pos = 0usize;
         for i in 0..self.meta.n {
             let (len, used) = codec::read_varuint(&plain[pos..], 5, u32::MAX as u64, self.varint)
-                .map_err(|m| {
+                .map_err(|e| {
                 err(
                     ErrorClass::BufferSize,
-                    format!("vector length mismatch: element {i}: {m}"),
+                    format!("vector length mismatch: element {i}: {}", e.message()),
                 )
             })?;
             pos += used;

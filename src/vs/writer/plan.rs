@@ -259,7 +259,7 @@ fn shape_of(schema: &Schema, field: &Field, size: usize) -> Result<Vec<u64>> {
             "shape {dims:?}: a VS dimension is at most 2^32-1"
         )));
     }
-    let n = codec::element_count(&dims).map_err(arg)?;
+    let n = codec::element_count(&dims).map_err(|e| arg(e.message()))?;
     if n != size {
         return Err(arg(format!(
             "shape {dims:?} holds {n} elements but the list size is {size}"
