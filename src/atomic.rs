@@ -409,6 +409,7 @@ impl AtomicFile {
                 .map_err(|e| Error::from(e).with_file(&target))?;
         }
         crash_point("file-synced");
+        crate::cancel::pause_point("file-commit");
         // The commit point: a stop requested until here leaves the target as it was.
         crate::cancel::check().map_err(|e| e.with_file(&target))?;
         temp.persist(&target)
@@ -724,6 +725,10 @@ impl AtomicDir {
             }
         }
         crash_point("dir-synced");
+        crate::cancel::pause_point("dir-commit");
+        // The commit point: a stop requested until here (during the flush, say) leaves the
+        // target as it was, and the temporary is removed with `self`.
+        crate::cancel::check().map_err(|e| e.with_file(&target))?;
         let temp = self.temp.take().expect("committed once").keep();
         let placed = match rename_new(&temp, &target) {
             Ok(()) => Ok(()),

@@ -124,9 +124,6 @@ impl StreamInput {
                 .with_file(&self.name)
             })?,
         };
-        format
-            .ensure_implemented()
-            .map_err(|e| e.with_file(&self.name))?;
         if !format.streams() {
             return Err(needs_a_file(&self.name, self.kind, format));
         }
