@@ -2,6 +2,7 @@
 //! `arrowsmith::create`; the output appears only when everything was written.
 
 use std::path::Path;
+use std::time::Instant;
 
 use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
 use arrowsmith::{
@@ -27,6 +28,7 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
+    let started = Instant::now();
     let (from, stream) = super::open_input(&args.input, args.from)?;
     let to = match args.to {
         Some(format) => format,
@@ -127,8 +129,10 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
             None => arrowsmith::open(&args.input, &read_options)?,
         },
     };
+    let columns = reader.schema().fields().len();
     if args.append && to == Format::Vs {
-        return append(args, reader, write_options);
+        let rows = append(&args, reader, write_options)?;
+        return report_written(&args, rows, columns, started);
     }
     let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if args.append {
         Box::new(bcolz::Appender::try_new(
@@ -147,6 +151,9 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         },
         args.limit,
     );
+    if args.quiet {
+        progress.silence();
+    }
     // Decoding the next batches overlaps with writing this one.
     let reader = arrowsmith::read_ahead(reader, arrowsmith::DEFAULT_READ_AHEAD)
         .map_err(|e| Error::from(e).with_file(&args.input))?;
@@ -200,6 +207,22 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
                 ""
             }
         ));
+    }
+    report_written(&args, summary.rows, columns, started)
+}
+
+/// The closing line on stderr, unless `--quiet` or the output is standard output, whose
+/// reader (a pipeline) wants the data and nothing else.
+fn report_written(args: &ConvertArgs, rows: u64, columns: usize, started: Instant) -> CliResult {
+    if !args.quiet && !arrowsmith::is_stdin(&args.output) {
+        let written = super::summary::Written {
+            output: &args.output,
+            rows,
+            columns,
+            appended: args.append,
+            elapsed: started.elapsed(),
+        };
+        print_err(&written.line());
     }
     Ok(())
 }
@@ -327,16 +350,16 @@ fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
 }
 
 /// `convert --append`: the rows go after the existing points of a VS OUTPUT (spec §13.3).
+/// Returns the rows appended.
 fn append(
-    args: ConvertArgs,
+    args: &ConvertArgs,
     reader: Box<dyn arrow_array::RecordBatchReader + Send>,
     options: WriteOptions,
-) -> CliResult {
+) -> CliResult<u64> {
     let mut vs = options.vs;
     if let Some(spec) = &options.compression {
         vs.compression = arrowsmith::vs::Compression::parse(spec);
     }
     let summary = arrowsmith::vs::append(&args.output, reader, &vs)?;
-    let _ = summary;
-    Ok(())
+    Ok(summary.rows)
 }

@@ -13,7 +13,10 @@ mod head;
 mod inspect;
 mod interrupt;
 mod progress;
+// Without the `sql` feature, a stand-in whose `sql` says how to get it.
+#[cfg_attr(not(feature = "sql"), path = "sql_missing.rs")]
 mod sql;
+mod summary;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -62,8 +65,7 @@ enum Command {
     Fragments(FragmentsArgs),
     /// List the formats, their extensions and what this build reads and writes
     Formats,
-    /// Run SQL over files of any format in place; print the last result or write it to OUTPUT
-    #[command(after_help = sql::AFTER_HELP)]
+    #[command(about = sql::ABOUT, after_help = sql::AFTER_HELP)]
     Sql(sql::SqlArgs),
 }
 
@@ -111,6 +113,10 @@ struct ConvertArgs {
     /// most tools do, but a power loss soon after may lose it (--append always flushes)
     #[arg(long, conflicts_with = "append")]
     no_sync: bool,
+    /// Print no progress bar and no closing line saying what was written (warnings and errors
+    /// still print); nothing is printed either when OUTPUT is `-`
+    #[arg(short, long)]
+    quiet: bool,
     /// Parquet output: at most N rows per row group
     #[arg(long, value_name = "N", value_parser = parse_positive, help_heading = "Format options")]
     row_group_size: Option<usize>,

@@ -31,6 +31,11 @@ impl<F: FnOnce() -> Option<u64>> Progress<F> {
         }
     }
 
+    /// No bar, whatever stderr is (`--quiet`).
+    pub fn silence(&mut self) {
+        self.enabled = false;
+    }
+
     pub fn add(&mut self, rows: usize) {
         self.set(self.done + rows as u64);
     }

@@ -22,6 +22,9 @@ use futures::StreamExt;
 
 use super::{parse_format, print_err, print_out, CliResult, Failure};
 
+pub(crate) const ABOUT: &str =
+    "Run SQL over files of any format in place; print the last result or write it to OUTPUT";
+
 pub(crate) const AFTER_HELP: &str = "Paths are tables: SELECT count(*) FROM 'trace.ds'. \
 Formats are found as convert finds them; CREATE EXTERNAL TABLE t STORED AS JAY | DATASERIES | VS \
 | BCOLZ | FILO LOCATION '…' OPTIONS ('format.type' '…') names one, with the format options of \

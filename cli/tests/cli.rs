@@ -1134,6 +1134,101 @@ fn help_and_version() {
     }
 }
 
+/// What `convert` said it wrote: the rows, the columns, the path and the size as printed.
+fn written(out: &Output) -> (String, String, String, String) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err.trim_end();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let rest = line.strip_prefix("wrote ").expect(line);
+    let (rows, rest) = rest.split_once(" × ").expect(line);
+    let (columns, rest) = rest.split_once(" to ").expect(line);
+    let (path, rest) = rest.rsplit_once(" (").expect(line);
+    let (size, time) = rest.split_once(") in ").expect(line);
+    let seconds: f64 = time.strip_suffix(" s").expect(line).parse().expect(line);
+    assert!((0.0..60.0).contains(&seconds), "{line}");
+    (rows.into(), columns.into(), path.into(), size.into())
+}
+
+#[test]
+fn convert_says_what_it_wrote_on_stderr_unless_quiet_or_writing_to_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    write(&input, Format::Arrow, &plain_batch(1_234), 500);
+    let output = dir.path().join("out.parquet");
+    let out = arrowsmith(&["convert", p(&input), p(&output)]);
+    let size = std::fs::metadata(&output).unwrap().len();
+    assert!((1024..1024 * 1024).contains(&size), "{size}");
+    let (rows, columns, path, shown) = written(&out);
+    assert_eq!(rows, "1,234 rows");
+    assert_eq!(columns, "5 columns");
+    assert_eq!(path, p(&output));
+    assert_eq!(shown, format!("{:.1} KiB", size as f64 / 1024.0));
+
+    // A dataset directory: the size of every file in it.
+    let bcolz = dir.path().join("out.bcolz");
+    let out = arrowsmith(&["convert", p(&input), p(&bcolz), "--columns", "id"]);
+    let (rows, columns, _, shown) = written(&out);
+    assert_eq!(
+        (rows.as_str(), columns.as_str()),
+        ("1,234 rows", "1 column")
+    );
+    fn du(path: &Path) -> u64 {
+        std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                if p.is_dir() {
+                    du(&p)
+                } else {
+                    p.metadata().unwrap().len()
+                }
+            })
+            .sum()
+    }
+    let size = du(&bcolz);
+    let expected = if size < 1024 {
+        format!("{size} B")
+    } else {
+        format!("{:.1} KiB", size as f64 / 1024.0)
+    };
+    assert_eq!(shown, expected);
+
+    for quiet in ["--quiet", "-q"] {
+        let out = arrowsmith(&["convert", p(&input), p(&output), quiet, "--limit", "1"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{quiet}");
+    }
+    let out = arrowsmith(&["convert", p(&input), "-", "--to", "csv"]);
+    assert!(stdout(&out).starts_with("id,name,x,flag,day\n"));
+    assert_eq!(stderr(&out), "", "the data went to stdout: nothing else");
+}
+
+/// A build without the `sql` feature (`cargo test -p arrowsmith-cli --no-default-features`).
+#[cfg(not(feature = "sql"))]
+#[test]
+fn sql_in_a_build_without_the_feature_says_how_to_get_it() {
+    for args in [
+        vec!["sql", "SELECT 1"],
+        vec!["sql", "-f", "report.sql", "-o", "out.parquet"],
+        vec!["sql"],
+    ] {
+        let out = arrowsmith(&args);
+        assert_fails(&out, 2, "`sql` feature");
+        assert!(
+            stderr(&out).contains("cargo install --path cli"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    }
+    let help = stdout(&arrowsmith(&["--help"]));
+    assert!(help.contains("not in this build"), "{help}");
+    // Everything else is there.
+    let formats = arrowsmith(&["formats"]);
+    assert_eq!(formats.status.code(), Some(0));
+}
+
 #[test]
 fn empty_inputs_convert_to_empty_outputs() {
     let dir = tempfile::tempdir().unwrap();

@@ -52,7 +52,13 @@ fn convert_salvage_writes_the_intact_rows_and_warns_once_per_skipped_part() {
     let out = arrowsmith(&["convert", p(&input), p(&output), "--salvage"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let warnings: Vec<&str> = err.lines().collect();
+    let mut warnings: Vec<&str> = err.lines().collect();
+    // Then the closing line, for the rows that were written.
+    let written = warnings.pop().unwrap_or_default();
+    assert!(
+        written.starts_with(&format!("wrote {} rows × ", 40 - rows)),
+        "{err}"
+    );
     assert_eq!(warnings.len(), 2, "{err}");
     let skipped = warnings[0];
     assert!(skipped.starts_with("warning: skipped extent 1 "), "{err}");

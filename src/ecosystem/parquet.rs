@@ -15,14 +15,14 @@ use ::parquet::basic::{
     BrotliLevel, Compression, Encoding, GzipLevel, Type as PhysicalType, ZstdLevel,
 };
 use ::parquet::errors::ParquetError;
-use ::parquet::file::metadata::ParquetMetaData;
+use ::parquet::file::metadata::{KeyValue, ParquetMetaData};
 use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::properties::DEFAULT_MAX_ROW_GROUP_ROW_COUNT;
 use ::parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::ColumnPath;
 use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use bytes::Bytes;
 use serde::Serialize;
 
@@ -348,7 +348,8 @@ fn writer_properties(
     let mut props = WriterProperties::builder()
         .set_compression(codec)
         .set_max_row_group_row_count(Some(row_group_rows))
-        .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT);
+        .set_dictionary_page_size_limit(DICTIONARY_PAGE_LIMIT)
+        .set_key_value_metadata(footer_key_values(schema));
     // Properties go by column path, and Arrow allows two columns of one name: a path gets the
     // encoding only when every column at it is an integer column.
     let parquet_schema = ArrowSchemaConverter::new().convert(schema)?;
@@ -366,6 +367,22 @@ fn writer_properties(
         }
     }
     Ok(props.build())
+}
+
+/// The schema's metadata as plain key/value pairs of the footer, as pyarrow writes it, beside
+/// the `ARROW:schema` entry that `ArrowWriter` adds and that holds it too: readers that do not
+/// decode the Arrow schema (`pq.ParquetFile(…).metadata.metadata`, Polars'
+/// `read_parquet_metadata`, Spark) then see the bcolz attrs, the DataSeries type, the Jay keys and
+/// the VS attributes. In key order, so that the same input gives the same bytes.
+fn footer_key_values(schema: &Schema) -> Option<Vec<KeyValue>> {
+    let mut pairs: Vec<KeyValue> = schema
+        .metadata()
+        .iter()
+        .filter(|(key, _)| key.as_str() != ::parquet::arrow::ARROW_SCHEMA_META_KEY)
+        .map(|(key, value)| KeyValue::new(key.clone(), value.clone()))
+        .collect();
+    pairs.sort_by(|a, b| a.key.cmp(&b.key));
+    (!pairs.is_empty()).then_some(pairs)
 }
 
 impl Writer {
@@ -911,6 +928,90 @@ mod tests {
         BatchWriter::write(&mut writer, &batch(0, 1_000)).unwrap();
         drop(writer);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// The footer's plain key/value pairs, without the `ARROW:schema` entry.
+    fn footer_pairs(path: &Path) -> Vec<(String, String)> {
+        let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+        let file_meta = reader.metadata().file_metadata();
+        file_meta
+            .key_value_metadata()
+            .into_iter()
+            .flatten()
+            .filter(|kv| kv.key != ::parquet::arrow::ARROW_SCHEMA_META_KEY)
+            .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn test_schema_metadata_of_real_files_is_in_the_footer_as_plain_pairs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+        let cases = [
+            // Written by bcolz 1.2.1 with root attrs, and by bcolz-zipline as zipline does.
+            (
+                "bcolz/datasets/attrs_carray",
+                "bcolz.attrs",
+                "\"pressure\": 999.2",
+            ),
+            ("bcolz/datasets/ctable_zipline_like", "bcolz.kind", "ctable"),
+            (
+                "dataseries/generated/basic-all.ds",
+                "dataseries.xml",
+                "<ExtentType",
+            ),
+            ("jay/keyed2.jay", "jay.nkeys", "2"),
+            (
+                "vs/f64_r1_plain.vs",
+                "vs.attributes",
+                "\"metric\":\"euclidean\"",
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (input, key, contains) in cases {
+            let reader = crate::open(root.join(input), &Default::default()).unwrap();
+            let schema = reader.schema();
+            let out = dir.path().join("out.parquet");
+            crate::write_all(reader, &out, &WriteOptions::default()).unwrap();
+
+            let pairs = footer_pairs(&out);
+            let mut expected: Vec<(String, String)> = schema
+                .metadata()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            expected.sort();
+            assert_eq!(pairs, expected, "{input}: every schema key, in key order");
+            let value = &pairs.iter().find(|(k, _)| k == key).unwrap().1;
+            assert!(value.contains(contains), "{input}: {key} = {value}");
+
+            // A reader of the Arrow schema sees each key once, with its value.
+            let back = open(&out, &ScanOptions::default()).unwrap();
+            assert_eq!(back.schema().metadata(), schema.metadata(), "{input}");
+        }
+    }
+
+    #[test]
+    fn test_a_schema_without_metadata_leaves_only_the_arrow_schema_in_the_footer() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.parquet");
+        let b = batch(0, 10);
+        crate::write_all(
+            arrow_array::RecordBatchIterator::new([Ok(b.clone())], b.schema()),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert!(footer_pairs(&out).is_empty());
+        let reader = SerializedFileReader::new(File::open(&out).unwrap()).unwrap();
+        let keys: Vec<_> = reader
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .unwrap()
+            .iter()
+            .map(|kv| kv.key.as_str())
+            .collect();
+        assert_eq!(keys, [::parquet::arrow::ARROW_SCHEMA_META_KEY]);
     }
 
     #[test]
