@@ -178,28 +178,6 @@ fn remove_if_unlocked(path: &Path) -> bool {
     removed.is_ok()
 }
 
-/// The name of the environment variable that makes a writer kill itself (SIGKILL) at one step
-/// of its commit, for the tests that check what a crash at that moment leaves. Steps:
-/// `file-synced` (a file written and flushed, before its rename), `dir-synced` (a directory
-/// written and flushed, before it is moved into place), `dir-exchanged` (the new dataset in
-/// place, the old one not yet removed), `dir-aside` (the fallback without an atomic swap: the
-/// old dataset moved aside, the new one not yet in place).
-#[doc(hidden)]
-pub const CRASH_AT_ENV: &str = "ARROWSMITH_CRASH_AT";
-
-/// Dies at once, as a kill -9 would, when [`CRASH_AT_ENV`] names `step`.
-fn crash_point(step: &str) {
-    #[cfg(unix)]
-    if std::env::var_os(CRASH_AT_ENV).is_some_and(|at| at == step) {
-        // SAFETY: sending a signal to this process.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = step;
-}
-
 /// What a writer may replace at its target when asked to overwrite.
 #[derive(Debug, Clone, Copy)]
 pub enum Replaceable {
@@ -408,8 +386,8 @@ impl AtomicFile {
                 .sync_all()
                 .map_err(|e| Error::from(e).with_file(&target))?;
         }
-        crash_point("file-synced");
-        crate::cancel::pause_point("file-commit");
+        crate::test_hooks::crash_point("file-synced");
+        crate::test_hooks::pause_point("file-commit");
         // The commit point: a stop requested until here leaves the target as it was.
         crate::cancel::check().map_err(|e| e.with_file(&target))?;
         temp.persist(&target)
@@ -724,8 +702,8 @@ impl AtomicDir {
                 sync_tree(temp.path()).map_err(|e| e.with_file(&target))?;
             }
         }
-        crash_point("dir-synced");
-        crate::cancel::pause_point("dir-commit");
+        crate::test_hooks::crash_point("dir-synced");
+        crate::test_hooks::pause_point("dir-commit");
         // The commit point: a stop requested until here (during the flush, say) leaves the
         // target as it was, and the temporary is removed with `self`.
         crate::cancel::check().map_err(|e| e.with_file(&target))?;
@@ -804,7 +782,7 @@ fn swap_dirs(new: &Path, target: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     match renameat2(new, target, libc::RENAME_EXCHANGE) {
         Ok(()) => {
-            crash_point("dir-exchanged");
+            crate::test_hooks::crash_point("dir-exchanged");
             let _ = std::fs::remove_dir_all(new);
             return Ok(());
         }
@@ -813,7 +791,7 @@ fn swap_dirs(new: &Path, target: &Path) -> io::Result<()> {
     }
     let aside = new.with_extension("old");
     std::fs::rename(target, &aside)?;
-    crash_point("dir-aside");
+    crate::test_hooks::crash_point("dir-aside");
     if let Err(e) = std::fs::rename(new, target) {
         let _ = std::fs::rename(&aside, target);
         return Err(e);

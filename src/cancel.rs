@@ -50,17 +50,3 @@ pub(crate) fn check() -> Result<()> {
         Ok(())
     }
 }
-
-/// Test hook: with `ARROWSMITH_PAUSE_AT=<name>` in the environment the process says
-/// `arrowsmith: paused at <name>` on standard error and waits here (up to a minute) for a stop
-/// request, so that a test can send a signal at a chosen moment of a write.
-pub(crate) fn pause_point(name: &str) {
-    if std::env::var_os("ARROWSMITH_PAUSE_AT").is_none_or(|v| v != name) {
-        return;
-    }
-    eprintln!("arrowsmith: paused at {name}");
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !requested() && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}

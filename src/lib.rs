@@ -65,6 +65,8 @@ pub mod read_ahead;
 pub mod salvage;
 pub mod scan;
 pub mod sentinel;
+#[doc(hidden)]
+pub mod test_hooks;
 pub mod vs;
 pub mod write;
 

@@ -312,7 +312,7 @@ fn what_a_crashed_append_leaves_goes_with_the_next_append() {
             "--test-threads=1",
         ])
         .env("BCOLZ_ABORT_CHILD", &path)
-        .env("ARROWSMITH_BCOLZ_CRASH_AT", "before-commit")
+        .env("ARROWSMITH_CRASH_AT", "bcolz-append-synced")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()

@@ -378,7 +378,7 @@ fn an_append_cut_before_its_commit_leaves_the_old_file() {
     let path = new_store(dir.path(), 3);
     let before = std::fs::read(&path).unwrap();
     let status = child("child_dies_before_commit", "VS_ABORT_CHILD", &path)
-        .env("ARROWSMITH_VS_CRASH_AT", "before-commit")
+        .env("ARROWSMITH_CRASH_AT", "vs-append-synced")
         .status()
         .unwrap();
     assert!(!status.success());

@@ -1195,7 +1195,15 @@ fn convert_says_what_it_wrote_on_stderr_unless_quiet_or_writing_to_standard_outp
     assert_eq!(shown, expected);
 
     for quiet in ["--quiet", "-q"] {
-        let out = arrowsmith(&["convert", p(&input), p(&output), quiet, "--limit", "1"]);
+        let out = arrowsmith(&[
+            "convert",
+            p(&input),
+            p(&output),
+            quiet,
+            "--limit",
+            "1",
+            "--overwrite",
+        ]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(stderr(&out), "", "{quiet}");
     }

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch,
+};
+use arrow_schema::{DataType, Field, Schema};
 use common::{arrowsmith, assert_fails, assert_ok_quietly, p, signalled_at, stderr};
 use small_disk::SmallDisk;
 
@@ -30,16 +33,37 @@ const OUTPUTS: [(&str, bool); 10] = [
     ("bcolz", true),
 ];
 
-/// `rows` rows of values that no codec shrinks much (an xorshift sequence), so that an output
-/// of many rows is about as large as its values.
-fn noisy_batch(rows: usize) -> RecordBatch {
+/// An xorshift sequence: values that no codec shrinks much, so that an output of many rows is
+/// about as large as its values.
+fn noise() -> impl FnMut() -> u64 {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+/// `rows` rows of noise in the columns that format `to` takes: an id and a float for every
+/// format, a vector of four floats for VS (its points are vectors).
+fn noisy_batch(to: &str, rows: usize) -> RecordBatch {
+    let mut next = noise();
+    if to == "vs" {
+        let values: Vec<f32> = (0..rows * 4).map(|_| (next() >> 40) as f32).collect();
+        let vectors = FixedSizeListArray::new(
+            Arc::new(Field::new("item", DataType::Float32, false)),
+            4,
+            Arc::new(Float32Array::from(values)),
+            None,
+        );
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "vector",
+            vectors.data_type().clone(),
+            false,
+        )]));
+        return RecordBatch::try_new(schema, vec![Arc::new(vectors)]).unwrap();
+    }
     let ids: Vec<i64> = (0..rows).map(|_| next() as i64).collect();
     let x: Vec<f64> = (0..rows).map(|_| (next() >> 11) as f64 * 1e-3).collect();
     RecordBatch::try_from_iter([
@@ -49,14 +73,15 @@ fn noisy_batch(rows: usize) -> RecordBatch {
     .unwrap()
 }
 
-/// An Arrow IPC file of `rows` noisy rows.
-fn arrow_input(path: &Path, rows: usize) -> PathBuf {
-    let batch = noisy_batch(rows);
-    let file = std::fs::File::create(path).unwrap();
+/// An Arrow IPC file in `dir` of `rows` noisy rows for output format `to`.
+fn arrow_input(dir: &Path, name: &str, to: &str, rows: usize) -> PathBuf {
+    let path = dir.join(format!("{name}-{to}.arrow"));
+    let batch = noisy_batch(to, rows);
+    let file = std::fs::File::create(&path).unwrap();
     let mut writer = arrow::ipc::writer::FileWriter::try_new(file, &batch.schema()).unwrap();
     writer.write(&batch).unwrap();
     writer.finish().unwrap();
-    path.to_path_buf()
+    path
 }
 
 /// Every file and directory under `dir`, with the bytes of each file: what a fault must leave
@@ -99,10 +124,10 @@ fn a_full_disk_leaves_every_format_s_old_output_and_the_space_as_they_were() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let small = arrow_input(&work.path().join("small.arrow"), 10);
-    // 16 bytes of noise a row: 3 MB of values, six times the disk.
-    let big = arrow_input(&work.path().join("big.arrow"), 200_000);
     for (to, _) in OUTPUTS {
+        let small = arrow_input(work.path(), "small", to, 10);
+        // 16 bytes of noise a row: 3 MB of values, six times the disk.
+        let big = arrow_input(work.path(), "big", to, 200_000);
         let target = disk.path().join(format!("out.{to}"));
         assert_ok_quietly(&convert(&small, &target, to, &["--quiet"]));
         let before = snapshot(disk.path());
@@ -124,9 +149,9 @@ fn a_full_disk_leaves_every_format_s_old_output_and_the_space_as_they_were() {
 #[test]
 fn a_signal_before_the_commit_leaves_every_format_s_old_output() {
     let dir = tempfile::tempdir().unwrap();
-    let old = arrow_input(&dir.path().join("old.arrow"), 30);
-    let new = arrow_input(&dir.path().join("new.arrow"), 5_000);
     for (to, is_dir) in OUTPUTS {
+        let old = arrow_input(dir.path(), "old", to, 30);
+        let new = arrow_input(dir.path(), "new", to, 5_000);
         let target = dir.path().join(format!("out.{to}"));
         assert_ok_quietly(&convert(&old, &target, to, &["--quiet"]));
         let before = snapshot(dir.path());
@@ -173,9 +198,9 @@ fn killed_at(step: &str, args: &[&str]) {
 #[test]
 fn kill_9_at_every_step_of_the_commit_leaves_the_old_or_the_whole_new_output() {
     let dir = tempfile::tempdir().unwrap();
-    let old = arrow_input(&dir.path().join("old.arrow"), 30);
-    let new = arrow_input(&dir.path().join("new.arrow"), 5_000);
     for (to, is_dir) in OUTPUTS {
+        let old = arrow_input(dir.path(), "old", to, 30);
+        let new = arrow_input(dir.path(), "new", to, 5_000);
         let target = dir.path().join(format!("out.{to}"));
         assert_ok_quietly(&convert(&old, &target, to, &["--quiet"]));
         let old_output = snapshot(dir.path());
@@ -193,7 +218,12 @@ fn kill_9_at_every_step_of_the_commit_leaves_the_old_or_the_whole_new_output() {
         if is_dir {
             // Swapped but the old one not yet removed: the new one is in place.
             killed_at("dir-exchanged", &args);
-            assert_ok_quietly(&convert(&new, &dir.path().join("expected"), to, &["--quiet"]));
+            assert_ok_quietly(&convert(
+                &new,
+                &dir.path().join("expected"),
+                to,
+                &["--quiet"],
+            ));
             let rows = |path: &Path| -> String {
                 common::assert_ok(&arrowsmith(&["inspect", p(path), "--json"]))
                     .lines()
@@ -212,14 +242,14 @@ fn kill_9_at_every_step_of_the_commit_leaves_the_old_or_the_whole_new_output() {
 #[test]
 fn a_folder_of_the_user_s_own_at_the_output_path_is_never_touched() {
     let dir = tempfile::tempdir().unwrap();
-    let input = arrow_input(&dir.path().join("in.arrow"), 30);
     let folder = dir.path().join("mine");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("thesis.tex"), b"years of work").unwrap();
     std::fs::create_dir(folder.join("figures")).unwrap();
     std::fs::write(folder.join("figures/plot.png"), b"\x89PNG").unwrap();
-    let before = snapshot(dir.path());
     for (to, _) in OUTPUTS {
+        let input = arrow_input(dir.path(), "in", to, 30);
+        let before = snapshot(dir.path());
         for more in [&[][..], &["--overwrite"][..]] {
             let out = convert(&input, &folder, to, more);
             assert!(
@@ -237,9 +267,9 @@ fn a_folder_of_the_user_s_own_at_the_output_path_is_never_touched() {
 #[test]
 fn an_output_whose_folder_is_missing_fails_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let input = arrow_input(&dir.path().join("in.arrow"), 30);
-    let before = snapshot(dir.path());
     for (to, _) in OUTPUTS {
+        let input = arrow_input(dir.path(), "in", to, 30);
+        let before = snapshot(dir.path());
         let target = dir.path().join("no/such/folder").join(format!("out.{to}"));
         assert_fails(&convert(&input, &target, to, &[]), 1, "out.");
         assert_same(&before, dir.path(), to);

@@ -231,7 +231,7 @@ fn a_signal_while_the_jay_writer_finishes_writes_nothing() {
     let out = common::signalled_at(
         "jay-finish",
         libc::SIGINT,
-        &["convert", p(&input), p(&output)],
+        &["convert", p(&input), p(&output), "--overwrite"],
     );
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert_eq!(std::fs::read(&output).unwrap(), old);

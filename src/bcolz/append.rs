@@ -135,7 +135,7 @@ impl Appender {
         if let Err(e) = self.write_uncommitted() {
             return Err(self.roll_back(e));
         }
-        crash_point("before-commit");
+        crate::test_hooks::crash_point("bcolz-append-synced");
         // A stop requested until here leaves the dataset as it was.
         if let Err(e) = crate::cancel::check() {
             return Err(self.roll_back(e.with_file(&self.path)));
@@ -370,14 +370,6 @@ fn open_column(
         });
     }
     Ok(col)
-}
-
-/// Test hook: with `ARROWSMITH_BCOLZ_CRASH_AT=<name>` in the environment the process dies here
-/// at once, as a kill would. Used by the crash test to stop an append just before its commit.
-fn crash_point(name: &str) {
-    if std::env::var_os("ARROWSMITH_BCOLZ_CRASH_AT").is_some_and(|v| v == name) {
-        std::process::abort();
-    }
 }
 
 /// Opens the dataset after a crashed append: a column other than the first whose `meta/sizes`

@@ -967,10 +967,10 @@ mod tests {
             ),
         ];
         let dir = tempfile::tempdir().unwrap();
-        for (input, key, contains) in cases {
+        for (i, (input, key, contains)) in cases.into_iter().enumerate() {
             let reader = crate::open(root.join(input), &Default::default()).unwrap();
             let schema = reader.schema();
-            let out = dir.path().join("out.parquet");
+            let out = dir.path().join(format!("out{i}.parquet"));
             crate::write_all(reader, &out, &WriteOptions::default()).unwrap();
 
             let pairs = footer_pairs(&out);

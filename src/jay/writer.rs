@@ -459,7 +459,7 @@ impl Writer {
                 "an earlier write to this Jay writer failed; no file was written",
             )));
         }
-        crate::cancel::pause_point("jay-finish");
+        crate::test_hooks::pause_point("jay-finish");
         if !self.held.is_empty() {
             if let Some(layout) = direct::plan(&self.encoders, &self.held) {
                 return self.finish_direct(layout);

@@ -136,8 +136,8 @@ fn append_inner(
             offset: terminal,
         });
     };
-    crash_point("before-commit");
-    crate::cancel::pause_point("vs-append-commit");
+    crate::test_hooks::crash_point("vs-append-synced");
+    crate::test_hooks::pause_point("vs-append-commit");
     // The commit point: until the old '$' is replaced, readers see the old points.
     if let Err(e) = crate::cancel::check() {
         return Err(tail.roll_back(e));
@@ -193,7 +193,7 @@ fn write_uncommitted(
         emit(&buf)?;
     }
     let mut rows = 0u64;
-    crate::cancel::pause_point("vs-append-blocks");
+    crate::test_hooks::pause_point("vs-append-blocks");
     for batch in reader {
         crate::cancel::check()?;
         let batch = batch?;
@@ -253,14 +253,6 @@ impl UncommittedTail<'_> {
 impl Drop for UncommittedTail<'_> {
     fn drop(&mut self) {
         self.roll_back_quietly();
-    }
-}
-
-/// Test hook: with `ARROWSMITH_VS_CRASH_AT=<name>` in the environment the process dies here at
-/// once, as a kill would. Used by the crash tests to hit the window between the two syncs.
-fn crash_point(name: &str) {
-    if std::env::var_os("ARROWSMITH_VS_CRASH_AT").is_some_and(|v| v == name) {
-        std::process::abort();
     }
 }
 
