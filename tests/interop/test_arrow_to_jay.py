@@ -345,7 +345,7 @@ def test_failed_convert_leaves_existing_target_untouched(tmp_path):
     src, jay = tmp_path / "x.arrow", tmp_path / "x.jay"
     write_ipc(tbl, src)
     jay.write_bytes(b"precious")
-    proc = interop.run("convert", src, jay)
+    proc = interop.run("convert", src, jay, "--overwrite")
     assert proc.returncode == 1, interop.describe(proc)
     assert jay.read_bytes() == b"precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.arrow", "x.jay"], "temporary files left behind"

@@ -22,7 +22,7 @@ CODECS = ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]
 
 def arrow_of(src, tmp_path, *flags):
     out = tmp_path / "out.arrow"
-    interop.convert(src, out, *flags)
+    interop.convert(src, out, "--overwrite", *flags)
     return interop.read_ipc_file(out)
 
 
