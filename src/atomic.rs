@@ -119,7 +119,7 @@ fn is_temp_name(name: &str, target_name: &str) -> bool {
 
 /// Removes the temporaries that writers of `target` killed in mid-write left beside it (and
 /// old datasets a crash left between the swap and their removal): every sibling named as
-/// [`temp_sibling`] names them whose lock no live writer holds. Best effort: what cannot be
+/// `temp_sibling` names them whose lock no live writer holds. Best effort: what cannot be
 /// removed stays for the next time. Returns how many were removed.
 pub fn remove_stale_temps(target: &Path) -> usize {
     #[cfg(unix)]

@@ -5,7 +5,7 @@
 //! decodes it: buffers that lie outside the body, negative lengths, and compressed buffers whose
 //! length prefix does not match what they decompress to. Arrow's decoder trusts those and would
 //! panic, or abort on an impossible allocation, on a damaged file; what it still panics on after
-//! the checks is contained by [`crate::panic_guard`].
+//! the checks is contained by `panic_guard`.
 //!
 //! The walker works around these arrow-rs weaknesses: a stream message's body length allocated
 //! before it is read (apache/arrow-rs#10521, fixed by #10522), a file block's body zero-filled

@@ -2,9 +2,9 @@
 //!
 //! arrow's text readers keep a record's bytes until its end: an input whose record never ends
 //! (`/dev/zero`, a damaged quote, a runaway producer) would grow them until the process is
-//! killed. [`RecordCap`] sits under them, finds where records end as they do, and fails once
+//! killed. `RecordCap` sits under them, finds where records end as they do, and fails once
 //! one record is longer than [`MAX_RECORD_BYTES`]. Schema inference reads the input's first
-//! records; [`TextInput`] keeps those (whole records, at most about [`INFERENCE_BYTES`]) so
+//! records; `TextInput` keeps those (whole records, at most about [`INFERENCE_BYTES`]) so
 //! that they are read again after it, since a stream cannot be rewound.
 
 use std::io::{self, Cursor, Read};
