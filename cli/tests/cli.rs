@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{arrowsmith, assert_fails, assert_ok_quietly, p, stderr, stdout};
+use common::{arrowsmith, assert_fails, assert_ok_quietly, convert_killed_at, p, stderr, stdout};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -850,26 +850,6 @@ fn a_fifo_or_device_output_is_written_into_by_streaming_formats_and_refused_by_t
     assert_fails(&out, 1, "the output is a character device");
     use std::os::unix::fs::FileTypeExt;
     assert!(null.metadata().unwrap().file_type().is_char_device());
-}
-
-/// Runs the binary with the test hook that kills it (SIGKILL) at `step` of its commit, and
-/// checks that it died there.
-#[track_caller]
-fn convert_killed_at(step: &str, args: &[&str]) {
-    use std::os::unix::process::ExitStatusExt;
-    let out = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .arg("convert")
-        .args(args)
-        .env("ARROWSMITH_CRASH_AT", step)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGKILL),
-        "not killed at {step}: {:?}, stderr: {}",
-        out.status,
-        stderr(&out)
-    );
 }
 
 /// The hidden temporaries beside `target` that its writers left.

@@ -9,14 +9,15 @@ mod small_disk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch,
 };
 use arrow_schema::{DataType, Field, Schema};
-use common::{arrowsmith, assert_fails, assert_ok_quietly, p, signalled_at, stderr};
+use common::{
+    arrowsmith, assert_fails, assert_ok_quietly, convert_killed_at, p, signalled_at, stderr,
+};
 use small_disk::SmallDisk;
 
 /// Every format `convert --to` writes to a path, and whether it is a directory.
@@ -177,23 +178,6 @@ fn a_signal_before_the_commit_leaves_every_format_s_old_output() {
     }
 }
 
-/// Runs `convert` with the hook that kills the process (SIGKILL) at `step` of its commit.
-fn killed_at(step: &str, args: &[&str]) {
-    use std::os::unix::process::ExitStatusExt;
-    let out = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .arg("convert")
-        .args(args)
-        .env("ARROWSMITH_CRASH_AT", step)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGKILL),
-        "not killed at {step}: {}",
-        stderr(&out)
-    );
-}
-
 #[cfg(unix)]
 #[test]
 fn kill_9_at_every_step_of_the_commit_leaves_the_old_or_the_whole_new_output() {
@@ -206,7 +190,7 @@ fn kill_9_at_every_step_of_the_commit_leaves_the_old_or_the_whole_new_output() {
         let old_output = snapshot(dir.path());
         let args = [p(&new), p(&target), "--to", to, "--overwrite", "--quiet"];
         let before_swap = if is_dir { "dir-synced" } else { "file-synced" };
-        killed_at(before_swap, &args);
+        convert_killed_at(before_swap, &args);
         // The old output as it was; the killed writer's temporary beside it, which the next
         // write removes.
         let left = snapshot(dir.path());
@@ -217,7 +201,7 @@ fn kill_9_at_every_step_of_the_commit_leaves_the_old_or_the_whole_new_output() {
         assert_same(&old_output, dir.path(), to);
         if is_dir {
             // Swapped but the old one not yet removed: the new one is in place.
-            killed_at("dir-exchanged", &args);
+            convert_killed_at("dir-exchanged", &args);
             assert_ok_quietly(&convert(
                 &new,
                 &dir.path().join("expected"),

@@ -144,3 +144,24 @@ pub fn signalled_at<S: AsRef<OsStr>>(point: &str, signal: i32, args: &[S]) -> Ou
         stderr: text.into_bytes(),
     }
 }
+
+/// Runs `arrowsmith convert ARGS` with the test hook that kills it (SIGKILL) at `step` of its
+/// commit (`ARROWSMITH_CRASH_AT`, src/test_hooks.rs), and checks that it died there.
+#[cfg(unix)]
+#[track_caller]
+pub fn convert_killed_at(step: &str, args: &[&str]) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .arg("convert")
+        .args(args)
+        .env("ARROWSMITH_CRASH_AT", step)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "not killed at {step}: {:?}, stderr: {}",
+        out.status,
+        stderr(&out)
+    );
+}
