@@ -1582,7 +1582,6 @@ fn endless_inputs_fail_with_bounded_memory() {
 /// closes it; fails the test if the program runs longer than 60 s (a FIFO opened twice waits
 /// for a second writer that never comes).
 fn arrowsmith_with_fifo(args: &[&str], fifo: &Path, bytes: Option<Vec<u8>>) -> Output {
-    use std::process::Stdio;
     if let Some(bytes) = bytes {
         let fifo = fifo.to_path_buf();
         std::thread::spawn(move || {
@@ -1592,23 +1591,7 @@ fn arrowsmith_with_fifo(args: &[&str], fifo: &Path, bytes: Option<Vec<u8>>) -> O
             let _ = writer.write_all(&bytes);
         });
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("{args:?} hangs; stderr: {}", stderr(&out));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    common::within_seconds(60, args)
 }
 
 #[test]

@@ -298,28 +298,6 @@ fn an_existing_output_survives_a_damaged_jay() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
-/// Runs `arrowsmith` with `args`; fails the test if it is still running after `seconds`.
-fn within_seconds(seconds: u64, args: &[&str]) -> std::process::Output {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("arrowsmith {args:?} still runs after {seconds} s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
-}
-
 /// `bytes` of a Jay file with its `Frame.nrows` set to `nrows` (the slot must be present).
 fn with_frame_nrows(mut bytes: Vec<u8>, nrows: u64) -> Vec<u8> {
     let n = bytes.len();
@@ -355,7 +333,7 @@ fn void_columns_that_claim_more_rows_than_the_cap_are_refused_at_once() {
             if salvage {
                 args.push("--salvage");
             }
-            let out = within_seconds(10, &args);
+            let out = common::within_seconds(10, &args);
             assert_fails(&out, 1, "huge.jay");
             let err = stderr(&out);
             assert!(

@@ -165,3 +165,28 @@ pub fn convert_killed_at(step: &str, args: &[&str]) {
         stderr(&out)
     );
 }
+
+/// Runs `arrowsmith ARGS` with its output captured; fails the test if it still runs after
+/// `seconds` (a hang: a FIFO opened twice, work that no bytes stand behind).
+pub fn within_seconds(seconds: u64, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arrowsmith"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run arrowsmith");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "arrowsmith {args:?} still runs after {seconds} s; stderr: {}",
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
