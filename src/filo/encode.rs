@@ -64,8 +64,9 @@ impl FromStr for Hint {
     }
 }
 
-/// Options of [`encode`].
-#[derive(Debug, Clone, Copy, Default)]
+/// Options of [`encode`] (and of each column a [`Writer`](super::Writer) encodes): `Default`,
+/// a `with_…` setter and a getter per setting, as [`WriterOptions`](super::WriterOptions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EncodeOptions {
     hint: Hint,
 }

@@ -16,12 +16,14 @@ use crate::atomic::{check_target, refuse_stream, AtomicDir, Existing, Replaceabl
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
-/// Options of the Filo set [`Writer`].
-#[derive(Debug, Clone)]
+/// Options of the Filo set [`Writer`], in the style of [`EncodeOptions`]: `Default`, a
+/// `with_…` setter and a getter per setting. Each column is encoded with the
+/// [`EncodeOptions`] that [`WriterOptions::encode_options`] gives for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriterOptions {
     chunk_size: usize,
-    hint: Hint,
-    column_hints: HashMap<String, Hint>,
+    encoding: EncodeOptions,
+    column_encodings: HashMap<String, EncodeOptions>,
     column_types: HashMap<String, FiloType>,
     overwrite: bool,
     durable: bool,
@@ -31,8 +33,8 @@ impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
             chunk_size: DEFAULT_CHUNK_SIZE,
-            hint: Hint::AutoDetect,
-            column_hints: HashMap::new(),
+            encoding: EncodeOptions::default(),
+            column_encodings: HashMap::new(),
             column_types: HashMap::new(),
             overwrite: false,
             durable: true,
@@ -46,15 +48,31 @@ impl WriterOptions {
         self.chunk_size = rows;
         self
     }
+    /// Rows per chunk.
+    pub fn chunk_size(&self) -> usize {
+        self.chunk_size
+    }
     /// The encoding hint of every column without its own (default [`Hint::AutoDetect`]).
     pub fn with_hint(mut self, hint: Hint) -> Self {
-        self.hint = hint;
+        self.encoding = self.encoding.with_hint(hint);
         self
+    }
+    /// The encoding hint of the columns without their own.
+    pub fn hint(&self) -> Hint {
+        self.encoding.hint()
     }
     /// The encoding hint of one column, overriding [`WriterOptions::with_hint`] (default: none).
     pub fn with_column_hint(mut self, column: impl Into<String>, hint: Hint) -> Self {
-        self.column_hints.insert(column.into(), hint);
+        let options = EncodeOptions::default().with_hint(hint);
+        self.column_encodings.insert(column.into(), options);
         self
+    }
+    /// How the column named `column` is encoded: its own hint, else every column's.
+    pub fn encode_options(&self, column: &str) -> EncodeOptions {
+        self.column_encodings
+            .get(column)
+            .copied()
+            .unwrap_or(self.encoding)
     }
     /// Stores a column as this Filo type instead of its natural one (for example a
     /// fixed-offset Timestamp as DateTime; default: the natural type of its Arrow type).
@@ -62,10 +80,18 @@ impl WriterOptions {
         self.column_types.insert(column.into(), filo_type);
         self
     }
+    /// The Filo type asked for the column named `column`, `None` for its natural one.
+    pub fn column_type(&self, column: &str) -> Option<FiloType> {
+        self.column_types.get(column).copied()
+    }
     /// Replaces an existing set at the target (default: refuse).
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {
         self.overwrite = overwrite;
         self
+    }
+    /// Whether an existing set at the target is replaced.
+    pub fn overwrite(&self) -> bool {
+        self.overwrite
     }
     /// Whether `finish()` flushes every file and directory of the set to disk (fsync) before
     /// renaming it into place (default `true`). Without, the rename still makes the set appear
@@ -74,13 +100,17 @@ impl WriterOptions {
         self.durable = durable;
         self
     }
+    /// Whether `finish()` flushes the set to disk before renaming it into place.
+    pub fn durable(&self) -> bool {
+        self.durable
+    }
 }
 
 /// Writes record batches into a new Filo set directory.
 pub struct Writer {
     out: AtomicDir,
     schema: SchemaRef,
-    columns: Vec<(SetColumn, Hint)>,
+    columns: Vec<(SetColumn, EncodeOptions)>,
     options: WriterOptions,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
@@ -115,8 +145,8 @@ impl Writer {
         let mut columns = Vec::with_capacity(schema.fields().len());
         for (i, f) in schema.fields().iter().enumerate() {
             let located = |e: Error| e.with_column(i, Some(f.name())).with_file(path);
-            let filo_type = match options.column_types.get(f.name()) {
-                Some(t) => *t,
+            let filo_type = match options.column_type(f.name()) {
+                Some(t) => t,
                 None => FiloType::for_write(f.data_type()).map_err(located)?,
             };
             if filo_type == FiloType::Binary {
@@ -125,17 +155,12 @@ impl Writer {
                     "binary columns cannot go in a Filo set (filo has no binary vector)",
                 )));
             }
-            let hint = options
-                .column_hints
-                .get(f.name())
-                .copied()
-                .unwrap_or(options.hint);
             columns.push((
                 SetColumn {
                     name: f.name().clone(),
                     filo_type,
                 },
-                hint,
+                options.encode_options(f.name()),
             ));
         }
         let mut out = AtomicDir::create(path, DATASET)?;
@@ -188,11 +213,10 @@ impl Writer {
         (0..columns.len()).into_par_iter().try_for_each(|c| {
             let parts: Vec<&dyn arrow_array::Array> =
                 pending.iter().map(|b| b.column(c).as_ref()).collect();
-            let (column, hint) = &columns[c];
+            let (column, encoding) = &columns[c];
             let located = |e: Error| e.with_column(c, Some(&column.name));
             let array = arrow::compute::concat(&parts).map_err(|e| located(e.into()))?;
-            let options = EncodeOptions::default().with_hint(*hint);
-            let bytes = encode(array.as_ref(), column.filo_type, &options)
+            let bytes = encode(array.as_ref(), column.filo_type, encoding)
                 .map_err(|e| located(e.at_row(self.rows)))?;
             let file = dir.join(format!("{c}.bin"));
             std::fs::write(&file, bytes).map_err(|e| located(Error::from(e).with_file(&file)))
@@ -224,5 +248,30 @@ impl BatchWriter for Writer {
     }
     fn finish(self: Box<Self>) -> Result<WriteSummary> {
         Writer::finish(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_column_is_encoded_with_its_own_options_else_the_sets() {
+        let options = WriterOptions::default()
+            .with_hint(Hint::SimpleEncoding)
+            .with_column_hint("name", Hint::DictionaryEncoding)
+            .with_column_type("at", FiloType::DateTime);
+        assert_eq!(options.hint(), Hint::SimpleEncoding);
+        assert_eq!(
+            options.encode_options("name"),
+            EncodeOptions::default().with_hint(Hint::DictionaryEncoding)
+        );
+        assert_eq!(options.encode_options("n").hint(), Hint::SimpleEncoding);
+        assert_eq!(options.column_type("at"), Some(FiloType::DateTime));
+        assert_eq!(options.column_type("n"), None);
+        let default = WriterOptions::default();
+        assert_eq!(default.chunk_size(), DEFAULT_CHUNK_SIZE);
+        assert_eq!(default.hint(), Hint::AutoDetect);
+        assert!(default.durable() && !default.overwrite());
     }
 }
