@@ -76,26 +76,11 @@ pub fn open(
                 .build(path)?,
         )),
         Format::FiloVector => {
-            let filo_type = formats.filo_type.ok_or_else(|| {
-                Error::invalid_argument(
-                    "a bare Filo vector does not say its element type; give it (the filo_type option)",
-                )
-                .with_file(path)
-            })?;
-            if scan.projection.is_some() {
-                return Err(Error::invalid_argument(
-                    "a bare Filo vector has one column; it takes no projection",
-                )
-                .with_file(path));
+            let mut builder = filo::VectorReaderBuilder::new().with_scan(scan);
+            if let Some(filo_type) = formats.filo_type {
+                builder = builder.with_filo_type(filo_type);
             }
-            if let Some(range) = scan.range.filter(|r| *r != crate::FragmentRange::Whole) {
-                return Err(range
-                    .wrong_unit("bare Filo vector", "the whole vector")
-                    .with_file(path));
-            }
-            let batch_size = scan.batch_size_or(crate::DEFAULT_BATCH_SIZE);
-            let reader = filo::VectorReader::open(path, filo_type, batch_size, scan.limit)?;
-            Ok(Box::new(reader))
+            Ok(Box::new(builder.build(path)?))
         }
         other => ecosystem::open(path, other, &scan),
     }

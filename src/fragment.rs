@@ -128,7 +128,7 @@ fn list(
         }
         Format::Bcolz => bcolz::fragments(path, target_rows),
         Format::Vs => vs::fragments(path, formats.vs, target_rows),
-        Format::Filo => filo::fragments(path, target_rows),
+        Format::Filo => filo::fragments(&filo::SetInfo::open(path)?, target_rows),
         Format::FiloVector => Ok(vec![whole(path, None)?]),
         other => ecosystem::fragments(path, other, target_rows),
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrayRef, PrimitiveArray, StructArray};
+use arrow_array::{Array, ArrayRef, PrimitiveArray, RecordBatchReader, StructArray};
 use arrow_buffer::NullBuffer;
 use arrowsmith::filo::{self, mapping, FiloType, Hint};
 use common::data;
@@ -229,4 +229,74 @@ fn type_mismatch_is_an_error() {
     let bytes = std::fs::read(data("filo/vectors").join("int_diff_u8.bin")).unwrap();
     let e = filo::decode(&bytes, &arrow_schema::DataType::Float64).unwrap_err();
     assert!(e.to_string().contains("DiffPrimitiveVector"), "{e}");
+}
+
+/// The one column of a bare-vector reader's batches (at least one), concatenated.
+fn vector_column(reader: filo::VectorReader, batch_size: usize) -> ArrayRef {
+    let batches: Vec<_> = reader.collect::<Result<_, _>>().unwrap();
+    for b in &batches {
+        assert!(b.num_rows() <= batch_size && b.num_rows() > 0);
+        assert_eq!(b.schema().field(0).name(), filo::VECTOR_COLUMN);
+    }
+    let columns: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
+    arrow::compute::concat(&columns).unwrap()
+}
+
+#[test]
+fn every_fixture_reads_through_the_vector_reader_builder() {
+    for f in manifest() {
+        let path = data("filo/vectors").join(format!("{}.bin", f.name));
+        let want = expected_array(f.filo_type, &f.values);
+        let builder = filo::VectorReaderBuilder::new()
+            .with_filo_type(f.filo_type)
+            .with_batch_size(2);
+        let reader = builder.clone().build(&path).unwrap();
+        assert_eq!(reader.schema().field(0).data_type(), want.data_type());
+        if want.is_empty() {
+            assert_eq!(reader.count(), 0, "{}", f.name);
+            continue;
+        }
+        let got = vector_column(reader, 2);
+        assert_same_values(&f.name, &got, &want);
+        let from_bytes = builder.build_from_bytes(f.bytes.clone()).unwrap();
+        assert_same_values(&f.name, &vector_column(from_bytes, 2), &want);
+        // The limit cuts; the scan options are the same as every other reader's.
+        let scan = arrowsmith::ScanOptions {
+            limit: Some(3),
+            ..Default::default()
+        };
+        let limited = filo::VectorReaderBuilder::new()
+            .with_scan(scan)
+            .with_filo_type(f.filo_type)
+            .build(&path)
+            .unwrap();
+        let got = vector_column(limited, arrowsmith::DEFAULT_BATCH_SIZE);
+        let decoded = filo::decode(&f.bytes, &f.filo_type.arrow_type()).unwrap();
+        // Logical equality: a slice keeps its array's null buffer.
+        assert_eq!(&got, &decoded.slice(0, want.len().min(3)), "{}", f.name);
+    }
+}
+
+#[test]
+fn the_vector_reader_builder_refuses_what_a_bare_vector_cannot_do() {
+    let path = data("filo/vectors").join("int_i8.bin");
+    let refused = |builder: filo::VectorReaderBuilder, want: &str| {
+        let e = builder.build(&path).err().unwrap();
+        assert_eq!(e.class(), arrowsmith::ErrorClass::InvalidArgument, "{e}");
+        assert!(e.to_string().contains(want), "{want} in {e}");
+        assert!(e.to_string().contains("int_i8.bin"), "{e}");
+    };
+    refused(filo::VectorReaderBuilder::new(), "element type");
+    let typed = filo::VectorReaderBuilder::new().with_filo_type(FiloType::Int);
+    refused(typed.clone().with_projection(["value"]), "projection");
+    let range = arrowsmith::FragmentRange::Chunks { start: 0, end: 1 };
+    refused(typed.clone().with_range(range), "whole vector");
+    refused(typed.clone().with_salvage(true), "salvaged");
+    // The type is checked against the bytes, as `decode` does.
+    let e = typed
+        .with_filo_type(FiloType::String)
+        .build(&path)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("SimplePrimitiveVector"), "{e}");
 }

@@ -353,3 +353,72 @@ fn string_columns_read_as_dictionaries_hold_the_same_values() {
     let reader = arrowsmith::open(&path, &options).unwrap();
     assert_eq!(reader.schema().field(0).data_type(), &dictionary);
 }
+
+/// Every fragment of one opened set, read through `build_from_file`, concatenated.
+fn read_fragments(set: &Arc<filo::SetInfo>, target_rows: usize) -> (usize, RecordBatch) {
+    let fragments = filo::fragments(set, target_rows).unwrap();
+    let mut batches = Vec::new();
+    for fragment in &fragments {
+        let reader = ReaderBuilder::new()
+            .with_range(fragment.range)
+            .build_from_file(set.clone())
+            .unwrap();
+        let rows: usize = reader
+            .map(|b| {
+                let b = b.unwrap();
+                batches.push(b.clone());
+                b.num_rows()
+            })
+            .sum();
+        assert_eq!(rows as u64, fragment.rows, "{fragment:?}");
+    }
+    let schema = batches[0].schema();
+    (fragments.len(), concat_batches(&schema, &batches).unwrap())
+}
+
+#[test]
+fn the_fragments_of_one_opened_set_read_the_whole_set() {
+    // The checked-in set: two chunks of five rows, one column file missing.
+    let whole = read_all(ReaderBuilder::new(), &set());
+    let whole = concat_batches(&whole[0].schema(), &whole).unwrap();
+    let opened = Arc::new(filo::SetInfo::open(set()).unwrap());
+    assert_eq!(opened.dir(), set());
+    for (target_rows, count) in [(1, 2), (5, 2), (10, 1), (1_000, 1)] {
+        let (fragments, got) = read_fragments(&opened, target_rows);
+        assert_eq!(fragments, count, "target {target_rows}");
+        assert_eq!(got, whole, "target {target_rows}");
+    }
+
+    // A written set of four chunks, read through an opened copy whose schema.json is then
+    // removed: fragments and readers use what was opened, not the file again.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.filo");
+    let input = sample(1000);
+    let mut writer = Writer::try_new(
+        &path,
+        input.schema(),
+        WriterOptions::default().with_chunk_size(300),
+    )
+    .unwrap();
+    writer.write(&input).unwrap();
+    writer.finish().unwrap();
+    let opened = Arc::new(filo::SetInfo::open(&path).unwrap());
+    std::fs::remove_file(path.join("schema.json")).unwrap();
+    assert!(ReaderBuilder::new().build(&path).is_err());
+    for (target_rows, count) in [(300, 4), (600, 2), (1000, 1)] {
+        let (fragments, got) = read_fragments(&opened, target_rows);
+        assert_eq!(fragments, count, "target {target_rows}");
+        assert_eq!(got.num_rows(), 1000);
+        for c in 0..3 {
+            assert_eq!(got.column(c).to_data(), input.column(c).to_data(), "{c}");
+        }
+    }
+    // A range past the set's chunks is refused, naming the set.
+    let err = ReaderBuilder::new()
+        .with_range(arrowsmith::FragmentRange::Chunks { start: 3, end: 5 })
+        .build_from_file(opened.clone())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("f.filo"), "{err}");
+    assert!(err.to_string().contains("4 chunks"), "{err}");
+}

@@ -24,7 +24,9 @@ fuzz_target!(|data: &[u8]| {
         std::fs::create_dir_all(&chunk).unwrap();
         std::fs::write(chunk.join(format!("{}.bin", file[1] % 4)), &file[2..]).unwrap();
     }
-    let _ = filo::fragments(&set, 3);
+    if let Ok(opened) = filo::SetInfo::open(&set) {
+        let _ = filo::fragments(&opened, 3);
+    }
     strict_and_salvaging(|report| {
         let mut builder = ReaderBuilder::new().with_batch_size(4);
         if let Some(report) = report {

@@ -64,8 +64,9 @@ impl FromStr for Hint {
     }
 }
 
-/// Options of [`encode`].
-#[derive(Debug, Clone, Copy, Default)]
+/// Options of [`encode`] (and of each column a [`Writer`](super::Writer) encodes): `Default`,
+/// a `with_…` setter and a getter per setting, as [`WriterOptions`](super::WriterOptions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EncodeOptions {
     hint: Hint,
 }
@@ -371,8 +372,9 @@ fn bitset_words(len: usize, highest: Option<usize>) -> usize {
 /// The NaMask recipe of Appendix A.5; returns the table's position.
 fn na_mask(b: &mut Builder, len: usize, nulls: Option<&NullBuffer>) -> usize {
     let na = nulls.map_or(0, |n| n.null_count());
-    let bit_mask = if na > 0 && na < len {
-        let n = nulls.expect("na > 0");
+    // Some NAs, not all: a bitmap (none, or all, is a mask type alone).
+    let partial = nulls.filter(|_| na > 0 && na < len);
+    let bit_mask = if let Some(n) = partial {
         let highest = (0..len).rev().find(|&i| n.is_null(i));
         let words = bitset_words(len, highest);
         let mut w = vec![0u64; words];

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow_buffer::Buffer;
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 use super::decode::decode_buffer;
@@ -12,50 +13,104 @@ use super::encode::{encode, EncodeOptions};
 use super::mapping::FiloType;
 use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
+use crate::scan::{FragmentRange, ScanOptions};
 use crate::write::{BatchWriter, WriteSummary};
 
 /// The name of the one column of a bare vector read as a table.
 pub const VECTOR_COLUMN: &str = "value";
 
-/// Reads one vector file as one record batch (column [`VECTOR_COLUMN`]), sliced to
-/// `batch_size` rows and cut to `limit`.
+/// Configures and opens a [`VectorReader`] of one bare Filo vector.
+#[derive(Debug, Clone, Default)]
+pub struct VectorReaderBuilder {
+    scan: ScanOptions,
+    filo_type: Option<FiloType>,
+}
+
+impl VectorReaderBuilder {
+    /// A builder with every option at its default: at most 65,536 rows per batch
+    /// ([`DEFAULT_BATCH_SIZE`](crate::DEFAULT_BATCH_SIZE)), every row; the element type must
+    /// be given ([`VectorReaderBuilder::with_filo_type`]). A vector has one column and is read
+    /// whole: a projection, a fragment other than the whole vector, or salvage is an error.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    crate::scan::scan_setters!();
+
+    /// The vector's element type (required: the bytes do not record it).
+    pub fn with_filo_type(mut self, filo_type: FiloType) -> Self {
+        self.filo_type = Some(filo_type);
+        self
+    }
+
+    /// Opens and decodes the vector file at `path`. Plain numeric vectors are sliced out of
+    /// the mapped file without a copy.
+    pub fn build(self, path: impl AsRef<Path>) -> Result<VectorReader> {
+        let path = path.as_ref();
+        let filo_type = self.checked().map_err(|e| e.with_file(path))?;
+        let (bytes, _) =
+            crate::mapped::map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
+        self.decode(&bytes, filo_type)
+            .map_err(|e| e.with_file(path))
+    }
+
+    /// A reader of a vector's bytes already in memory (shared, not copied, where they are
+    /// aligned for their type).
+    pub fn build_from_bytes(self, bytes: impl Into<Buffer>) -> Result<VectorReader> {
+        let filo_type = self.checked()?;
+        self.decode(&bytes.into(), filo_type)
+    }
+
+    /// The element type, once the scan is checked to be one a bare vector can serve.
+    fn checked(&self) -> Result<FiloType> {
+        let filo_type = self.filo_type.ok_or_else(|| {
+            Error::invalid_argument(
+                "a bare Filo vector does not say its element type; give it (the filo_type option)",
+            )
+        })?;
+        if self.scan.projection.is_some() {
+            return Err(Error::invalid_argument(
+                "a bare Filo vector has one column; it takes no projection",
+            ));
+        }
+        if let Some(range) = self.scan.range.filter(|r| *r != FragmentRange::Whole) {
+            return Err(range.wrong_unit("bare Filo vector", "the whole vector"));
+        }
+        if self.scan.salvage {
+            return Err(Error::invalid_argument(
+                "a bare Filo vector is read whole or not at all; it cannot be salvaged",
+            ));
+        }
+        Ok(filo_type)
+    }
+
+    fn decode(&self, bytes: &Buffer, filo_type: FiloType) -> Result<VectorReader> {
+        let data_type = filo_type.arrow_type();
+        let array = decode_buffer(bytes, &data_type)?;
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            VECTOR_COLUMN,
+            data_type,
+            true,
+        )]));
+        let end = self.scan.limit.map_or(array.len(), |l| l.min(array.len()));
+        Ok(VectorReader {
+            schema,
+            array,
+            at: 0,
+            end,
+            batch_size: self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE),
+        })
+    }
+}
+
+/// Reads one vector file as record batches of its one column ([`VECTOR_COLUMN`]), made by a
+/// [`VectorReaderBuilder`].
 pub struct VectorReader {
     schema: SchemaRef,
     array: ArrayRef,
     at: usize,
     end: usize,
     batch_size: usize,
-}
-
-impl VectorReader {
-    /// Opens and decodes the vector file at `path`, whose elements are `filo_type` (the file does
-    /// not say), to be read `batch_size` rows at a time, at most `limit` rows.
-    pub fn open(
-        path: impl AsRef<Path>,
-        filo_type: FiloType,
-        batch_size: usize,
-        limit: Option<usize>,
-    ) -> Result<VectorReader> {
-        let path = path.as_ref();
-        // Plain numeric vectors are sliced out of the mapped file without a copy.
-        let (bytes, _) =
-            crate::mapped::map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
-        let data_type = filo_type.arrow_type();
-        let array = decode_buffer(&bytes, &data_type).map_err(|e| e.with_file(path))?;
-        let schema = Arc::new(Schema::new(vec![Field::new(
-            VECTOR_COLUMN,
-            data_type,
-            true,
-        )]));
-        let end = limit.map_or(array.len(), |l| l.min(array.len()));
-        Ok(VectorReader {
-            schema,
-            array,
-            at: 0,
-            end,
-            batch_size: batch_size.max(1),
-        })
-    }
 }
 
 impl Iterator for VectorReader {
