@@ -16,7 +16,7 @@
 //! was smaller are re-encoded (decompressed, re-padded, recompressed) at `finish()`.
 //!
 //! The work is divided so: `options` holds the options; `column` a column's queue of pending
-//! rows; `encode` the stored form of rows; `chunk` one chunk's job (encode, compress, write);
+//! rows; `piece` the rows queued (slices of the caller's arrays); `encode` their stored form; `chunk` one chunk's job (encode, compress, write);
 //! `jobs` the jobs in flight; `meta_files` the JSON files beside the chunks. This file holds
 //! the [`Writer`] itself: checking the schema, `write` and `finish`.
 
@@ -26,6 +26,7 @@ mod encode;
 mod jobs;
 mod meta_files;
 mod options;
+mod piece;
 
 use std::collections::VecDeque;
 use std::fs;
@@ -44,12 +45,14 @@ use super::mapping::{self, Base, DType, ATTRS_KEY, DTYPE_KEY, KIND_KEY};
 use super::meta::{is_plain_component, Kind};
 use crate::atomic::{check_target, refuse_stream, AtomicDir, DatasetKind, Existing, Replaceable};
 use crate::error::{Error, ErrorClass, Result};
-use crate::write::{BatchWriter, WriteSummary};
+use crate::write::{check_batch, BatchWriter, WriteSummary};
 
-pub(super) use self::column::{take_column, ChunkFiles, Column, Piece};
+pub(super) use self::chunk::ChunkFiles;
+pub(super) use self::column::{take_column, Column};
 pub(super) use self::jobs::{queue_full_chunks, queue_leftovers, ChunkJobs};
 pub(super) use self::meta_files::{sizes_text, write_text};
 pub use self::options::{default_chunklen, NullPolicy, WriterOptions};
+pub(super) use self::piece::Piece;
 
 /// The length `write()` assumes when choosing a column's chunklen before the row count is
 /// known and no expected length was given.
@@ -248,7 +251,7 @@ impl Writer {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let target = self.target().to_path_buf();
         self.jobs.check().map_err(|e| e.with_file(&target))?;
-        super::append::check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
+        check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
         let first_row = self.rows;
         let policy = self.options.null_policy;
         for (i, col) in self.columns.iter_mut().enumerate() {
