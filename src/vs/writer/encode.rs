@@ -14,6 +14,7 @@ use super::plan::{AppPlan, Elements, Plan, VectorPlan};
 use crate::error::{Error, Result};
 use crate::vs::codec;
 use crate::vs::mapping::Compression;
+use crate::vs::msgpack_json;
 use crate::vs::vector_codec::VectorEncoder;
 
 /// Rows per parallel encoding task.
@@ -177,8 +178,8 @@ impl<'p> Prepared<'p> {
                 let packed = &mut scratch.element;
                 for e in 0..v.n {
                     packed.clear();
-                    codec::json_text_to_msgpack(s.value(start + e), packed)
-                        .map_err(|m| at(arg(format!("element {e}: {m}"))))?;
+                    msgpack_json::json_text_to_msgpack(s.value(start + e), packed)
+                        .map_err(|m| at(arg(format!("element {e}: {}", m.message()))))?;
                     codec::write_json_field(plain_owned, Some(packed));
                 }
                 &plain_owned[..]
@@ -188,8 +189,8 @@ impl<'p> Prepared<'p> {
                 for e in 0..v.n {
                     let bytes = s.value(start + e);
                     if !bytes.is_empty() {
-                        codec::validate_msgpack(bytes)
-                            .map_err(|m| at(arg(format!("element {e}: {m}"))))?;
+                        msgpack_json::validate(bytes)
+                            .map_err(|m| at(arg(format!("element {e}: {}", m.message()))))?;
                     }
                     codec::write_json_field(plain_owned, Some(bytes));
                 }
@@ -213,8 +214,8 @@ impl<'p> Prepared<'p> {
                 if s.is_null(row) {
                     app.push(0xC0);
                 } else {
-                    codec::json_text_to_msgpack(s.value(row), app)
-                        .map_err(|m| at(arg(format!("app_data: {m}"))))?;
+                    msgpack_json::json_text_to_msgpack(s.value(row), app)
+                        .map_err(|m| at(arg(format!("app_data: {}", m.message()))))?;
                 }
             }
             AppPlan::Binary(_) => {
@@ -222,8 +223,8 @@ impl<'p> Prepared<'p> {
                 if b.is_null(row) || b.value(row).is_empty() {
                     app_present = false;
                 } else {
-                    codec::validate_msgpack(b.value(row))
-                        .map_err(|m| at(arg(format!("app_data: {m}"))))?;
+                    msgpack_json::validate(b.value(row))
+                        .map_err(|m| at(arg(format!("app_data: {}", m.message()))))?;
                     app.extend_from_slice(b.value(row));
                 }
             }
