@@ -15,10 +15,11 @@
 //! String widths: a column's width is the largest value seen; chunks compressed while the width
 //! was smaller are re-encoded (decompressed, re-padded, recompressed) at `finish()`.
 //!
-//! The work is divided so: `options` holds the options; `column` a column's queue of pending
-//! rows; `piece` the rows queued (slices of the caller's arrays); `encode` their stored form; `chunk` one chunk's job (encode, compress, write);
-//! `jobs` the jobs in flight; `meta_files` the JSON files beside the chunks. This file holds
-//! the [`Writer`] itself: checking the schema, `write` and `finish`.
+//! The work is divided so, each module using only those before it: `options` holds the
+//! options; `piece` the rows queued (slices of the caller's arrays); `encode` their stored
+//! form; `chunk` one chunk's job (encode, compress, write); `column` a column's queue of pending
+//! rows; `jobs` the jobs in flight; `meta_files` the JSON files beside the chunks. This file
+//! holds the [`Writer`] itself: checking the schema, `write` and `finish`.
 
 mod chunk;
 mod column;

@@ -1,7 +1,7 @@
 //! One chunk, away from the writer: a [`ChunkJob`] holds the rows of one chunk and what it
 //! needs to know of its column ([`ChunkSpec`]); running it encodes the rows (or takes them
 //! straight from the Arrow buffer), compresses them in one c-blosc call and writes the chunk
-//! file as the column's [`ChunkFiles`] say. Jobs run on rayon threads, each reusing its own
+//! file as the column's [`ChunkFiles`] says. Jobs run on rayon threads, each reusing its own
 //! scratch buffers.
 
 use std::fs;
