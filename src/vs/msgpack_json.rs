@@ -4,11 +4,10 @@
 //! reader turns every point's app_data into JSON, and a tree costs allocations per point, so
 //! this module's printer walks the msgpack bytes once and writes the JSON straight into the
 //! caller's buffer. It only claims the cases it handles exactly like [`msgpack_to_json`] over
-//! [`parse_msgpack`]; anything else — malformed input,
-//! values without a JSON form, very deep nesting — makes it step back, and the caller runs the
-//! tree-based path, which then decides (and words the error). So both paths give the same text
-//! and the same errors by construction; `tests` check the fast path against the tree on random
-//! values.
+//! [`parse_msgpack`]; anything else — malformed input, values without a JSON form, very deep
+//! nesting — makes it step back, and the caller runs the tree-based path, which then decides
+//! (and words the error). So both paths give the same text and the same errors by
+//! construction; `tests` check the fast path against the tree on random values.
 
 mod tree;
 
