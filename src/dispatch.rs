@@ -14,12 +14,7 @@ use crate::options::{ReadOptions, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
 
-/// Whether `path` names standard input or output (`-`): input is read as a stream (an Arrow
-/// IPC stream unless another format is named); output is written as one of the formats that
-/// stream (arrows, csv, ndjson).
-pub fn is_stdin(path: &Path) -> bool {
-    path == Path::new("-")
-}
+pub use crate::format::is_stdin;
 
 /// Opens any supported input as a stream of record batches. The path `-` is standard input;
 /// it and any other input that is not a regular file or directory (a FIFO, a character

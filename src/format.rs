@@ -37,6 +37,13 @@ pub enum Format {
     Ndjson,
 }
 
+/// Whether `path` names standard input or output (`-`): input is read as a stream (an Arrow
+/// IPC stream unless another format is named); output is written as one of the formats that
+/// stream (arrows, csv, ndjson).
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
 impl Format {
     /// Every format, in the order `arrowsmith formats` lists them.
     pub const ALL: [Format; 11] = [
@@ -137,7 +144,7 @@ impl Format {
     /// An input that is not a regular file or directory is not read: `-` is an Arrow IPC
     /// stream, another one is known by its extension (see [`crate::StreamInput`]).
     pub fn detect(path: &Path) -> Result<Format> {
-        if crate::is_stdin(path) {
+        if is_stdin(path) {
             return Ok(Format::ArrowStream);
         }
         let metadata = std::fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;

@@ -9,10 +9,9 @@ use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::is_stdin;
 use crate::ecosystem::ipc::STDIN_NAME;
 use crate::error::{Error, Result};
-use crate::format::{detect_magic, Format};
+use crate::format::{detect_magic, is_stdin, Format};
 
 /// Bytes looked at to recognise a stream's format (as many as [`detect_magic`] reads).
 const MAGIC_BYTES: usize = 8;

@@ -243,7 +243,8 @@ impl PartialEq for SalvageReport {
 impl Eq for SalvageReport {}
 
 /// What a reader that salvages holds: whether it does, and where it reports. Built from a
-/// reader's [`ScanOptions`](crate::ScanOptions).
+/// reader's scan options by `Salvage::from_scan`, which `scan.rs` defines so that the scan
+/// options depend on this module and not the other way round.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Salvage {
     pub on: bool,
@@ -251,13 +252,6 @@ pub(crate) struct Salvage {
 }
 
 impl Salvage {
-    pub fn from_scan(scan: &crate::ScanOptions) -> Self {
-        Salvage {
-            on: scan.salvage,
-            report: scan.report.clone().unwrap_or_default(),
-        }
-    }
-
     pub fn push(&self, skipped: Skipped) {
         self.report.push(skipped);
     }

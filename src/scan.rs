@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::salvage::{Salvage, SalvageReport};
 
 /// The number of rows per batch of every reader when the caller does not choose one: the
 /// command line's too, and large enough that the cost of each batch is small beside decoding.
@@ -207,7 +208,17 @@ pub struct ScanOptions {
     /// `salvage` is on; a format's reader makes its own when none is given (its
     /// `salvage_report()` returns it). Not part of a scan's serialized form.
     #[serde(skip)]
-    pub report: Option<crate::salvage::SalvageReport>,
+    pub report: Option<SalvageReport>,
+}
+
+impl Salvage {
+    /// Whether a reader with these scan options salvages, and where it reports.
+    pub(crate) fn from_scan(scan: &ScanOptions) -> Self {
+        Salvage {
+            on: scan.salvage,
+            report: scan.report.clone().unwrap_or_default(),
+        }
+    }
 }
 
 impl ScanOptions {

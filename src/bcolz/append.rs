@@ -9,7 +9,6 @@
 //! died left (temporary files, kept originals, chunks past the committed rows) is removed by
 //! the next append when it opens the dataset.
 
-mod journal;
 mod lock;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +18,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, SchemaRef};
 
 use super::blosc::Codec;
+use super::journal::{self, beside, Journal, TEMP_SUFFIX};
 use super::mapping::{self, Base};
 use super::meta::{self, Kind};
 use super::writer::{
@@ -28,9 +28,7 @@ use super::writer::{
 use super::NullPolicy;
 use crate::error::{Error, ErrorClass, Result};
 use crate::vs::LockWait;
-use crate::write::{BatchWriter, WriteSummary};
-
-pub(super) use self::journal::{beside, Journal, TEMP_SUFFIX};
+use crate::write::{check_batch, BatchWriter, WriteSummary};
 
 /// Appends record batches to an existing bcolz directory.
 pub struct Appender {
@@ -393,8 +391,6 @@ fn open_recovered(path: &Path) -> Result<meta::DatasetInfo> {
         Ok(info)
     }
 }
-
-pub(super) use crate::write::check_batch;
 
 impl BatchWriter for Appender {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {

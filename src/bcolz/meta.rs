@@ -168,79 +168,11 @@ impl CarrayInfo {
         let mut head = [0u8; 32];
         file.read_exact(&mut head)
             .map_err(|e| Error::from(e).with_file(path))?;
-        if &head[..4] != b"blpk" {
-            return Err(Error::new(
-                ErrorClass::BadSignature,
-                format!(
-                    "the file does not start with \"blpk\" (found {:02x?})",
-                    &head[..4]
-                ),
-            )
-            .with_file(path)
-            .at_offset(0));
-        }
-        if head[4] != 1 {
-            return Err(Error::new(
-                ErrorClass::UnsupportedVersion,
-                format!("bloscpack format version is {}, expected 1", head[4]),
-            )
-            .with_file(path)
-            .at_offset(4));
-        }
+        check_blpk(&head).map_err(|e| e.with_file(path))?;
         let header = blosc::parse_header(&head[16..]).map_err(|e| blosc_error(e, path))?;
-        let chunksize = self.chunksize();
-        let nbytes = header.nbytes as usize;
-        let nfull = self.rows / self.chunklen;
-        if k < nfull {
-            if nbytes != chunksize {
-                return Err(Error::new(
-                    ErrorClass::BufferSize,
-                    format!(
-                        "Blosc nbytes is {nbytes}, but a full chunk holds {chunksize} bytes ({} rows × {} bytes)",
-                        self.chunklen, self.atomsize
-                    ),
-                )
-                .with_file(path)
-                .at_offset(20));
-            }
-        } else {
-            let need = rows_here as usize * self.atomsize;
-            if nbytes < need || nbytes > chunksize {
-                return Err(Error::new(
-                    ErrorClass::BufferSize,
-                    format!(
-                        "Blosc nbytes is {nbytes}, but the leftover chunk must hold at least {need} bytes ({rows_here} rows × {} bytes) and at most {chunksize}",
-                        self.atomsize
-                    ),
-                )
-                .with_file(path)
-                .at_offset(20));
-            }
-        }
-        let cbytes = header.cbytes as u64;
-        if cbytes > nbytes as u64 + 16 {
-            return Err(Error::new(
-                ErrorClass::BadEnvelope,
-                format!(
-                    "Blosc cbytes {cbytes} exceeds nbytes + 16 = {}",
-                    nbytes + 16
-                ),
-            )
-            .with_file(path)
-            .at_offset(28));
-        }
-        if 16 + cbytes > size {
-            return Err(Error::new(
-                ErrorClass::TooSmall,
-                format!(
-                    "truncated chunk file: Blosc cbytes says {} bytes, the file has {size}",
-                    16 + cbytes
-                ),
-            )
-            .with_file(path)
-            .at_offset(28));
-        }
-        let len = 16 + cbytes as usize;
+        self.check_chunk_sizes(k, &header, size)
+            .map_err(|e| e.with_file(path))?;
+        let len = 16 + header.cbytes as usize;
         let mut bytes = Vec::with_capacity(len);
         bytes.extend_from_slice(&head);
         // Read into the spare capacity (no zeroing); the size was checked against the file.
@@ -260,6 +192,85 @@ impl CarrayInfo {
         }
         Ok((header, bytes))
     }
+
+    /// Checks a chunk's Blosc sizes against the rows it must hold (a full chunk, or the
+    /// leftover rows of the last) and against the file's `size`.
+    fn check_chunk_sizes(&self, k: u64, header: &ChunkHeader, size: u64) -> Result<()> {
+        let rows_here = self
+            .chunklen
+            .min(self.rows.saturating_sub(k * self.chunklen));
+        let chunksize = self.chunksize();
+        let nbytes = header.nbytes as usize;
+        let nfull = self.rows / self.chunklen;
+        if k < nfull {
+            if nbytes != chunksize {
+                return Err(Error::new(
+                ErrorClass::BufferSize,
+                format!(
+                    "Blosc nbytes is {nbytes}, but a full chunk holds {chunksize} bytes ({} rows × {} bytes)",
+                    self.chunklen, self.atomsize
+                ),
+            )
+            .at_offset(20));
+            }
+        } else {
+            let need = rows_here as usize * self.atomsize;
+            if nbytes < need || nbytes > chunksize {
+                return Err(Error::new(
+                ErrorClass::BufferSize,
+                format!(
+                    "Blosc nbytes is {nbytes}, but the leftover chunk must hold at least {need} bytes ({rows_here} rows × {} bytes) and at most {chunksize}",
+                    self.atomsize
+                ),
+            )
+            .at_offset(20));
+            }
+        }
+        let cbytes = header.cbytes as u64;
+        if cbytes > nbytes as u64 + 16 {
+            return Err(Error::new(
+                ErrorClass::BadEnvelope,
+                format!(
+                    "Blosc cbytes {cbytes} exceeds nbytes + 16 = {}",
+                    nbytes + 16
+                ),
+            )
+            .at_offset(28));
+        }
+        if 16 + cbytes > size {
+            return Err(Error::new(
+                ErrorClass::TooSmall,
+                format!(
+                    "truncated chunk file: Blosc cbytes says {} bytes, the file has {size}",
+                    16 + cbytes
+                ),
+            )
+            .at_offset(28));
+        }
+        Ok(())
+    }
+}
+
+/// Checks the `blpk` header that bcolz writes before the Blosc chunk.
+fn check_blpk(head: &[u8; 32]) -> Result<()> {
+    if &head[..4] != b"blpk" {
+        return Err(Error::new(
+            ErrorClass::BadSignature,
+            format!(
+                "the file does not start with \"blpk\" (found {:02x?})",
+                &head[..4]
+            ),
+        )
+        .at_offset(0));
+    }
+    if head[4] != 1 {
+        return Err(Error::new(
+            ErrorClass::UnsupportedVersion,
+            format!("bloscpack format version is {}, expected 1", head[4]),
+        )
+        .at_offset(4));
+    }
+    Ok(())
 }
 
 fn blosc_error(e: blosc::BloscError, path: &Path) -> Error {

@@ -7,6 +7,7 @@ mod append;
 mod background;
 pub mod blosc;
 mod durable;
+mod journal;
 mod json;
 pub mod mapping;
 mod meta;

@@ -666,101 +666,9 @@ fn scalar(
                 None,
             )))
         }
-        Base::Bytes(w) => {
-            // Two passes: the trimmed lengths first, so the values are allocated exactly once.
-            let bytes = raw.as_slice();
-            let item = |i: usize| &bytes[i * w..(i + 1) * w];
-            let mut offsets = Vec::with_capacity(len + 1);
-            offsets.push(0i32);
-            let mut total = 0usize;
-            for i in 0..len {
-                total += trimmed_len(item(i));
-                offsets.push(i32::try_from(total).map_err(|_| too_many_bytes(first_row))?);
-            }
-            // Narrow items are copied 16 bytes at a time (a fixed-size copy, no memcpy call):
-            // the bytes beyond an item's length are overwritten by the next item or cut off.
-            let mut values = vec![0u8; total + 16];
-            let mut at = 0;
-            for (i, ends) in offsets.windows(2).enumerate() {
-                let n = (ends[1] - ends[0]) as usize;
-                match bytes.get(i * w..i * w + 16) {
-                    Some(wide) if w <= 16 => values[at..at + 16].copy_from_slice(wide),
-                    _ => values[at..at + n].copy_from_slice(&item(i)[..n]),
-                }
-                at += n;
-            }
-            values.truncate(total);
-            Ok(Arc::new(BinaryArray::try_new(
-                OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                Buffer::from_vec(values),
-                None,
-            )?))
-        }
-        Base::Unicode(w) => {
-            let bytes = raw.as_slice();
-            let mut offsets = Vec::with_capacity(len + 1);
-            offsets.push(0i32);
-            // Most `<U` text is ASCII: one byte per code unit, so the items' widths are a close
-            // upper bound that keeps the values from growing more than once or twice.
-            let mut values: Vec<u8> = Vec::with_capacity(len.saturating_mul(w).min(1 << 30));
-            for (i, item) in bytes.chunks_exact(w * 4).take(len).enumerate() {
-                let mut units = item.chunks_exact(4);
-                // numpy pads with NUL code units; a NUL inside the text stays.
-                let end = units.rposition(|u| u != [0; 4]).map_or(0, |j| j + 1);
-                let units = item[..end * 4].chunks_exact(4);
-                if units.clone().all(|u| u[0] < 0x80 && u[1..] == [0; 3]) {
-                    values.extend(units.map(|u| u[0]));
-                } else {
-                    for u in units {
-                        let u = u32::from_le_bytes([u[0], u[1], u[2], u[3]]);
-                        let c = char::from_u32(u).ok_or_else(|| {
-                            Error::new(
-                                ErrorClass::BadValue,
-                                format!("UTF-32 code unit 0x{u:x} is not a Unicode scalar value"),
-                            )
-                            .at_row((first_row + i) as u64)
-                        })?;
-                        let mut tmp = [0u8; 4];
-                        values.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
-                    }
-                }
-                offsets.push(i32::try_from(values.len()).map_err(|_| too_many_bytes(first_row))?);
-            }
-            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-            // SAFETY: every value is ASCII or the UTF-8 encoding of a `char`, one after another,
-            // and the offsets rise from 0 to the values' length at those boundaries: the array's
-            // invariants hold without validating the UTF-8 a second time.
-            Ok(Arc::new(unsafe {
-                StringArray::new_unchecked(offsets, Buffer::from_vec(values), None)
-            }))
-        }
-        Base::DateTime(DtUnit::Day) => {
-            let ticks: ScalarBuffer<i64> = ScalarBuffer::new(raw, 0, len);
-            let mut days = Vec::with_capacity(len);
-            let mut valid = Vec::with_capacity(len);
-            for (i, &t) in ticks.iter().enumerate() {
-                if t == i64::MIN && nat_as_null {
-                    days.push(0);
-                    valid.push(false);
-                    continue;
-                }
-                let d = i32::try_from(t).map_err(|_| {
-                    Error::new(
-                        ErrorClass::ValueOutOfRange,
-                        format!("datetime64[D] value {t} does not fit Date32"),
-                    )
-                    .at_row((first_row + i) as u64)
-                })?;
-                days.push(d);
-                valid.push(true);
-            }
-            let nulls = NullBuffer::from(valid);
-            let nulls = (nulls.null_count() > 0).then_some(nulls);
-            Ok(Arc::new(arrow_array::Date32Array::new(
-                ScalarBuffer::from(days),
-                nulls,
-            )))
-        }
+        Base::Bytes(w) => bytes_array(raw.as_slice(), w, len, first_row),
+        Base::Unicode(w) => unicode_array(raw.as_slice(), w, len, first_row),
+        Base::DateTime(DtUnit::Day) => date_array(raw, len, first_row, nat_as_null),
         Base::DateTime(_) | Base::TimeDelta(_) => {
             let nulls = if nat_as_null {
                 let ticks: ScalarBuffer<i64> = ScalarBuffer::new(raw.clone(), 0, len);
@@ -776,6 +684,105 @@ fn scalar(
         }
         Base::Int(_) | Base::UInt(_) | Base::Float(_) => primitive(data_type, raw, len, None),
     }
+}
+
+/// `S{w}` items as binary values, NUL padding trimmed.
+fn bytes_array(bytes: &[u8], w: usize, len: usize, first_row: usize) -> Result<ArrayRef> {
+    // Two passes: the trimmed lengths first, so the values are allocated exactly once.
+    let item = |i: usize| &bytes[i * w..(i + 1) * w];
+    let mut offsets = Vec::with_capacity(len + 1);
+    offsets.push(0i32);
+    let mut total = 0usize;
+    for i in 0..len {
+        total += trimmed_len(item(i));
+        offsets.push(i32::try_from(total).map_err(|_| too_many_bytes(first_row))?);
+    }
+    // Narrow items are copied 16 bytes at a time (a fixed-size copy, no memcpy call):
+    // the bytes beyond an item's length are overwritten by the next item or cut off.
+    let mut values = vec![0u8; total + 16];
+    let mut at = 0;
+    for (i, ends) in offsets.windows(2).enumerate() {
+        let n = (ends[1] - ends[0]) as usize;
+        match bytes.get(i * w..i * w + 16) {
+            Some(wide) if w <= 16 => values[at..at + 16].copy_from_slice(wide),
+            _ => values[at..at + n].copy_from_slice(&item(i)[..n]),
+        }
+        at += n;
+    }
+    values.truncate(total);
+    Ok(Arc::new(BinaryArray::try_new(
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Buffer::from_vec(values),
+        None,
+    )?))
+}
+
+/// `U{w}` items (UTF-32) as UTF-8 strings, NUL padding trimmed.
+fn unicode_array(bytes: &[u8], w: usize, len: usize, first_row: usize) -> Result<ArrayRef> {
+    let mut offsets = Vec::with_capacity(len + 1);
+    offsets.push(0i32);
+    // Most `<U` text is ASCII: one byte per code unit, so the items' widths are a close
+    // upper bound that keeps the values from growing more than once or twice.
+    let mut values: Vec<u8> = Vec::with_capacity(len.saturating_mul(w).min(1 << 30));
+    for (i, item) in bytes.chunks_exact(w * 4).take(len).enumerate() {
+        let mut units = item.chunks_exact(4);
+        // numpy pads with NUL code units; a NUL inside the text stays.
+        let end = units.rposition(|u| u != [0; 4]).map_or(0, |j| j + 1);
+        let units = item[..end * 4].chunks_exact(4);
+        if units.clone().all(|u| u[0] < 0x80 && u[1..] == [0; 3]) {
+            values.extend(units.map(|u| u[0]));
+        } else {
+            for u in units {
+                let u = u32::from_le_bytes([u[0], u[1], u[2], u[3]]);
+                let c = char::from_u32(u).ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::BadValue,
+                        format!("UTF-32 code unit 0x{u:x} is not a Unicode scalar value"),
+                    )
+                    .at_row((first_row + i) as u64)
+                })?;
+                let mut tmp = [0u8; 4];
+                values.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+            }
+        }
+        offsets.push(i32::try_from(values.len()).map_err(|_| too_many_bytes(first_row))?);
+    }
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    // SAFETY: every value is ASCII or the UTF-8 encoding of a `char`, one after another,
+    // and the offsets rise from 0 to the values' length at those boundaries: the array's
+    // invariants hold without validating the UTF-8 a second time.
+    Ok(Arc::new(unsafe {
+        StringArray::new_unchecked(offsets, Buffer::from_vec(values), None)
+    }))
+}
+
+/// `datetime64[D]` ticks as `Date32` days; NaT is null when `nat_as_null`.
+fn date_array(raw: Buffer, len: usize, first_row: usize, nat_as_null: bool) -> Result<ArrayRef> {
+    let ticks: ScalarBuffer<i64> = ScalarBuffer::new(raw, 0, len);
+    let mut days = Vec::with_capacity(len);
+    let mut valid = Vec::with_capacity(len);
+    for (i, &t) in ticks.iter().enumerate() {
+        if t == i64::MIN && nat_as_null {
+            days.push(0);
+            valid.push(false);
+            continue;
+        }
+        let d = i32::try_from(t).map_err(|_| {
+            Error::new(
+                ErrorClass::ValueOutOfRange,
+                format!("datetime64[D] value {t} does not fit Date32"),
+            )
+            .at_row((first_row + i) as u64)
+        })?;
+        days.push(d);
+        valid.push(true);
+    }
+    let nulls = NullBuffer::from(valid);
+    let nulls = (nulls.null_count() > 0).then_some(nulls);
+    Ok(Arc::new(arrow_array::Date32Array::new(
+        ScalarBuffer::from(days),
+        nulls,
+    )))
 }
 
 fn primitive(

@@ -15,10 +15,11 @@
 //! String widths: a column's width is the largest value seen; chunks compressed while the width
 //! was smaller are re-encoded (decompressed, re-padded, recompressed) at `finish()`.
 //!
-//! The work is divided so: `options` holds the options; `column` a column's queue of pending
-//! rows; `encode` the stored form of rows; `chunk` one chunk's job (encode, compress, write);
-//! `jobs` the jobs in flight; `meta_files` the JSON files beside the chunks. This file holds
-//! the [`Writer`] itself: checking the schema, `write` and `finish`.
+//! The work is divided so, each module using only those before it: `options` holds the
+//! options; `piece` the rows queued (slices of the caller's arrays); `encode` their stored
+//! form; `chunk` one chunk's job (encode, compress, write); `column` a column's queue of pending
+//! rows; `jobs` the jobs in flight; `meta_files` the JSON files beside the chunks. This file
+//! holds the [`Writer`] itself: checking the schema, `write` and `finish`.
 
 mod chunk;
 mod column;
@@ -26,14 +27,15 @@ mod encode;
 mod jobs;
 mod meta_files;
 mod options;
+mod piece;
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
-use arrow_schema::{DataType, SchemaRef};
+use arrow_schema::{DataType, Field, SchemaRef};
 
 use self::chunk::ChunkJob;
 use self::meta_files::{check_attrs, column_attrs, merge_carray_attrs, write_meta};
@@ -44,12 +46,14 @@ use super::mapping::{self, Base, DType, ATTRS_KEY, DTYPE_KEY, KIND_KEY};
 use super::meta::{is_plain_component, Kind};
 use crate::atomic::{check_target, refuse_stream, AtomicDir, DatasetKind, Existing, Replaceable};
 use crate::error::{Error, ErrorClass, Result};
-use crate::write::{BatchWriter, WriteSummary};
+use crate::write::{check_batch, BatchWriter, WriteSummary};
 
-pub(super) use self::column::{take_column, ChunkFiles, Column, Piece};
+pub(super) use self::chunk::ChunkFiles;
+pub(super) use self::column::{take_column, Column};
 pub(super) use self::jobs::{queue_full_chunks, queue_leftovers, ChunkJobs};
 pub(super) use self::meta_files::{sizes_text, write_text};
 pub use self::options::{default_chunklen, NullPolicy, WriterOptions};
+pub(super) use self::piece::Piece;
 
 /// The length `write()` assumes when choosing a column's chunklen before the row count is
 /// known and no expected length was given.
@@ -92,92 +96,19 @@ impl Writer {
     ) -> Result<Writer> {
         let path = path.as_ref();
         let fail = |e: Error| e.with_file(path);
-        if !options.codec.available() {
-            return Err(fail(Error::unsupported(format!(
-                "codec {} is not compiled into this build of arrowsmith (cargo feature bcolz-snappy)",
-                options.codec.name()
-            ))));
-        }
-        if options.clevel > 9 {
-            return Err(fail(Error::invalid_argument(format!(
-                "clevel {} is not in 0..=9",
-                options.clevel
-            ))));
-        }
-        if options.chunklen == Some(0) {
-            return Err(fail(Error::invalid_argument("chunklen must be at least 1")));
-        }
+        check_options(&options).map_err(fail)?;
         if check_target(path, Replaceable::Dataset(DATASET), options.overwrite)? == Existing::Stream
         {
             return Err(refuse_stream(path, "bcolz"));
         }
-        let fields = schema.fields();
-        if fields.is_empty() {
-            return Err(fail(Error::invalid_argument(
-                "bcolz cannot store a table without columns",
-            )));
-        }
-        let kind = match options.kind {
-            Some(Kind::Carray) if fields.len() != 1 => {
-                return Err(fail(Error::invalid_argument(format!(
-                    "a carray holds one column, the schema has {}",
-                    fields.len()
-                ))))
-            }
-            Some(k) => k,
-            None if fields.len() == 1
-                && schema.metadata().get(KIND_KEY).map(String::as_str) == Some("carray") =>
-            {
-                Kind::Carray
-            }
-            None => Kind::Ctable,
-        };
-        let mut seen = std::collections::HashSet::new();
-        let mut plans = Vec::new();
-        for (i, field) in fields.iter().enumerate() {
-            let name = field.name();
-            let at = |e: Error| e.with_column(i, Some(name)).with_file(path);
-            if kind == Kind::Ctable {
-                if !is_plain_component(name) || name == "__attrs__" || name == "__rootdirs__" {
-                    return Err(at(Error::invalid_argument(format!(
-                        "column name {name:?} cannot be a bcolz column directory"
-                    ))));
-                }
-                if !seen.insert(name.to_lowercase()) {
-                    return Err(at(Error::invalid_argument(format!(
-                        "column name {name:?} is not unique (also case-insensitively)"
-                    ))));
-                }
-            }
-            let (dtype, row_shape) = mapping::dtype_for_arrow(field).ok_or_else(|| {
-                at(Error::new(
-                    ErrorClass::UnsupportedType,
-                    format!("Arrow type {} has no bcolz dtype", field.data_type()),
-                ))
-            })?;
-            let mut fixed_width = options.widths.get(name.as_str()).copied();
-            if fixed_width.is_none() {
-                if let Some(text) = field.metadata().get(DTYPE_KEY) {
-                    if let Ok(stored) = DType::parse(text) {
-                        fixed_width = match (stored.base, dtype.base) {
-                            (Base::Bytes(w), Base::Bytes(_))
-                            | (Base::Unicode(w), Base::Unicode(_)) => Some(w),
-                            _ => None,
-                        };
-                    }
-                }
-            }
-            if let DataType::FixedSizeBinary(k) = field.data_type() {
-                fixed_width = fixed_width.or(Some((*k).max(1) as usize));
-            }
-            if fixed_width == Some(0) {
-                return Err(at(Error::invalid_argument(
-                    "a string width must be at least 1",
-                )));
-            }
-            let attrs_text = column_attrs(field, &dtype).map_err(at)?;
-            plans.push((name.clone(), dtype, row_shape, fixed_width, attrs_text));
-        }
+        let kind = dataset_kind(&schema, options.kind).map_err(fail)?;
+        let mut seen = HashSet::new();
+        let plans = (schema.fields().iter().enumerate())
+            .map(|(i, field)| {
+                ColumnPlan::new(field, kind, &options, &mut seen)
+                    .map_err(|e| e.with_column(i, Some(field.name())).with_file(path))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let root_attrs = match schema.metadata().get(ATTRS_KEY) {
             Some(text) => {
                 check_attrs(text).map_err(|e| fail(e.with_field("schema metadata bcolz.attrs")))?
@@ -187,42 +118,21 @@ impl Writer {
         let mut dir = AtomicDir::create(path, DATASET)?;
         dir.set_durable(options.durable);
         let syncer = options.durable.then(durable::Syncer::start);
-        let mut columns = Vec::with_capacity(plans.len());
-        for (name, dtype, row_shape, fixed_width, attrs_text) in plans {
-            let col_dir = match kind {
-                Kind::Carray => dir.path().to_path_buf(),
-                Kind::Ctable => dir.path().join(&name),
-            };
-            fs::create_dir_all(col_dir.join("data")).map_err(|e| fail(e.into()))?;
-            fs::create_dir_all(col_dir.join("meta")).map_err(|e| fail(e.into()))?;
-            let attrs_text = if kind == Kind::Carray {
-                merge_carray_attrs(&root_attrs, &attrs_text)
-            } else {
-                attrs_text
-            };
-            columns.push(Column {
-                name,
-                width: fixed_width.unwrap_or(1),
-                dtype,
-                row_shape,
-                fixed_width,
-                dir: col_dir,
-                chunklen: options.chunklen,
-                pending: VecDeque::new(),
-                pending_rows: 0,
-                chunks: Vec::new(),
-                attrs_text,
-                codec: options.codec,
-                clevel: options.clevel,
-                shuffle: options.shuffle,
-                big_endian: false,
-                files: match &syncer {
-                    Some(syncer) => ChunkFiles::SyncedLater(syncer.queue()),
-                    None => ChunkFiles::Unsynced,
-                },
-                trailing_nuls: 0,
-            });
-        }
+        let files = match &syncer {
+            Some(syncer) => ChunkFiles::SyncedLater(syncer.queue()),
+            None => ChunkFiles::Unsynced,
+        };
+        let columns = plans
+            .into_iter()
+            .map(|plan| {
+                let col_dir = match kind {
+                    Kind::Carray => dir.path().to_path_buf(),
+                    Kind::Ctable => dir.path().join(&plan.name),
+                };
+                plan.create(col_dir, kind, &root_attrs, &options, files.clone())
+                    .map_err(fail)
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Writer {
             jobs: ChunkJobs::new(),
             syncer,
@@ -248,7 +158,7 @@ impl Writer {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let target = self.target().to_path_buf();
         self.jobs.check().map_err(|e| e.with_file(&target))?;
-        super::append::check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
+        check_batch(batch, &self.types).map_err(|e| e.with_file(&target))?;
         let first_row = self.rows;
         let policy = self.options.null_policy;
         for (i, col) in self.columns.iter_mut().enumerate() {
@@ -366,6 +276,159 @@ impl Writer {
             rows: total,
             warnings,
         })
+    }
+}
+
+/// Refuses options no dataset can be written with.
+fn check_options(options: &WriterOptions) -> Result<()> {
+    if !options.codec.available() {
+        return Err(Error::unsupported(format!(
+            "codec {} is not compiled into this build of arrowsmith (cargo feature bcolz-snappy)",
+            options.codec.name()
+        )));
+    }
+    if options.clevel > 9 {
+        return Err(Error::invalid_argument(format!(
+            "clevel {} is not in 0..=9",
+            options.clevel
+        )));
+    }
+    if options.chunklen == Some(0) {
+        return Err(Error::invalid_argument("chunklen must be at least 1"));
+    }
+    Ok(())
+}
+
+/// A carray or a ctable: as the options say, else a carray when the one column's schema was
+/// read from one.
+fn dataset_kind(schema: &SchemaRef, chosen: Option<Kind>) -> Result<Kind> {
+    let fields = schema.fields();
+    if fields.is_empty() {
+        return Err(Error::invalid_argument(
+            "bcolz cannot store a table without columns",
+        ));
+    }
+    Ok(match chosen {
+        Some(Kind::Carray) if fields.len() != 1 => {
+            return Err(Error::invalid_argument(format!(
+                "a carray holds one column, the schema has {}",
+                fields.len()
+            )))
+        }
+        Some(k) => k,
+        None if fields.len() == 1
+            && schema.metadata().get(KIND_KEY).map(String::as_str) == Some("carray") =>
+        {
+            Kind::Carray
+        }
+        None => Kind::Ctable,
+    })
+}
+
+/// A column as the schema and options declare it, checked before anything is created.
+struct ColumnPlan {
+    name: String,
+    dtype: DType,
+    row_shape: Vec<usize>,
+    /// The fixed string width, from the options, the stored dtype or a fixed-size binary.
+    fixed_width: Option<usize>,
+    attrs_text: String,
+}
+
+impl ColumnPlan {
+    /// The plan of `field`; `seen` holds the lower-cased names of the columns before it (a
+    /// ctable's columns are directories, and some file systems ignore case).
+    fn new(
+        field: &Field,
+        kind: Kind,
+        options: &WriterOptions,
+        seen: &mut HashSet<String>,
+    ) -> Result<ColumnPlan> {
+        let name = field.name();
+        if kind == Kind::Ctable {
+            if !is_plain_component(name) || name == "__attrs__" || name == "__rootdirs__" {
+                return Err(Error::invalid_argument(format!(
+                    "column name {name:?} cannot be a bcolz column directory"
+                )));
+            }
+            if !seen.insert(name.to_lowercase()) {
+                return Err(Error::invalid_argument(format!(
+                    "column name {name:?} is not unique (also case-insensitively)"
+                )));
+            }
+        }
+        let (dtype, row_shape) = mapping::dtype_for_arrow(field).ok_or_else(|| {
+            Error::new(
+                ErrorClass::UnsupportedType,
+                format!("Arrow type {} has no bcolz dtype", field.data_type()),
+            )
+        })?;
+        let fixed_width = options
+            .widths
+            .get(name.as_str())
+            .copied()
+            .or_else(|| stored_width(field, &dtype))
+            .or(match field.data_type() {
+                DataType::FixedSizeBinary(k) => Some((*k).max(1) as usize),
+                _ => None,
+            });
+        if fixed_width == Some(0) {
+            return Err(Error::invalid_argument("a string width must be at least 1"));
+        }
+        let attrs_text = column_attrs(field, &dtype)?;
+        Ok(ColumnPlan {
+            name: name.clone(),
+            dtype,
+            row_shape,
+            fixed_width,
+            attrs_text,
+        })
+    }
+
+    /// Creates the column's directories in `col_dir` and the column that writes into them.
+    fn create(
+        self,
+        col_dir: PathBuf,
+        kind: Kind,
+        root_attrs: &str,
+        options: &WriterOptions,
+        files: ChunkFiles,
+    ) -> Result<Column> {
+        fs::create_dir_all(col_dir.join("data"))?;
+        fs::create_dir_all(col_dir.join("meta"))?;
+        let attrs_text = if kind == Kind::Carray {
+            merge_carray_attrs(root_attrs, &self.attrs_text)
+        } else {
+            self.attrs_text
+        };
+        Ok(Column {
+            name: self.name,
+            width: self.fixed_width.unwrap_or(1),
+            dtype: self.dtype,
+            row_shape: self.row_shape,
+            fixed_width: self.fixed_width,
+            dir: col_dir,
+            chunklen: options.chunklen,
+            pending: VecDeque::new(),
+            pending_rows: 0,
+            chunks: Vec::new(),
+            attrs_text,
+            codec: options.codec,
+            clevel: options.clevel,
+            shuffle: options.shuffle,
+            big_endian: false,
+            files,
+            trailing_nuls: 0,
+        })
+    }
+}
+
+/// The width of a string column whose schema was read from a bcolz dtype of the same kind.
+fn stored_width(field: &Field, dtype: &DType) -> Option<usize> {
+    let stored = DType::parse(field.metadata().get(DTYPE_KEY)?).ok()?;
+    match (stored.base, dtype.base) {
+        (Base::Bytes(w), Base::Bytes(_)) | (Base::Unicode(w), Base::Unicode(_)) => Some(w),
+        _ => None,
     }
 }
 

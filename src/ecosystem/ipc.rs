@@ -913,7 +913,7 @@ fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
 
 /// Walks the messages of an Arrow IPC stream, skipping their bodies.
 pub fn describe_stream(path: &Path) -> Result<IpcInfo> {
-    if crate::is_stdin(path) {
+    if crate::format::is_stdin(path) {
         return Err(Error::invalid_argument(
             "inspect reads a file; standard input (-) can only be converted or shown with head",
         ));

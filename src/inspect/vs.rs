@@ -51,9 +51,9 @@ fn code_name(code: u8) -> String {
 
 fn attributes_text(d: &Description) -> Option<String> {
     let bytes = d.meta.as_ref()?.attributes.as_ref()?;
-    let value = crate::vs::codec::parse_msgpack(bytes).ok()?;
+    let value = crate::vs::msgpack_json::parse_msgpack(bytes).ok()?;
     let mut text = String::new();
-    crate::vs::codec::msgpack_to_json(&value, &mut text).ok()?;
+    crate::vs::msgpack_json::msgpack_to_json(&value, &mut text).ok()?;
     Some(text)
 }
 

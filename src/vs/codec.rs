@@ -1,15 +1,11 @@
-//! The bytes of a VS file: varints, block framing, the meta block, point entries, vector
-//! decompression and the MessagePack ⇄ JSON conversions (spec §1–§9).
+//! The bytes of a VS file: varints, block framing, the meta block and point entries (spec
+//! §1–§8). Vector compression is in `vector_codec`, the MessagePack ⇄ JSON conversions of app
+//! data in `msgpack_json`.
 //!
 //! Everything here works on byte slices bounded by the file and checks every size read from
 //! the file against the bytes that are actually there before allocating or reading.
 
-use std::borrow::Cow;
-use std::io::Read;
-
-use rmpv::ValueRef;
-
-use super::mapping::{Compression, Resolution};
+use super::mapping::Resolution;
 use crate::error::{Error, ErrorClass, Result};
 
 /// The file's first two bytes.
@@ -393,7 +389,7 @@ impl<'a> Fields<'a> {
         let bytes = self.json_unchecked(field)?;
         if let Some(bytes) = bytes {
             super::msgpack_json::validate(bytes)
-                .map_err(|m| self.error(ErrorClass::BadValue, field, m))?;
+                .map_err(|e| self.error(e.class(), field, e.message()))?;
         }
         Ok(bytes)
     }
@@ -469,26 +465,6 @@ pub fn write_json_field(out: &mut Vec<u8>, msgpack: Option<&[u8]>) {
         }
         _ => out.push(0),
     }
-}
-
-/// Checks that `bytes` hold exactly one msgpack value (the tree-building check; see
-/// [`super::msgpack_json::validate`] for the one that does not allocate).
-pub fn validate_msgpack(bytes: &[u8]) -> std::result::Result<(), String> {
-    parse_msgpack(bytes).map(|_| ())
-}
-
-/// Decodes exactly one msgpack value that uses all of `bytes`.
-pub fn parse_msgpack(bytes: &[u8]) -> std::result::Result<ValueRef<'_>, String> {
-    let mut rd = bytes;
-    let value =
-        rmpv::decode::read_value_ref(&mut rd).map_err(|e| format!("invalid msgpack: {e}"))?;
-    if !rd.is_empty() {
-        return Err(format!(
-            "invalid msgpack: {} trailing bytes after the value",
-            rd.len()
-        ));
-    }
-    Ok(value)
 }
 
 /// The meta block (spec §4).
@@ -629,257 +605,6 @@ pub fn parse_point_with<'a>(
     })
 }
 
-pub(crate) const SNAPPY_STREAM_ID: &[u8] =
-    &[0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
-
-/// The plain vector bytes of a point: decompressed, bounded and size-checked (spec §6.1–6.2).
-/// Loops over many points keep one `VectorDecoder` instead.
-pub fn plain_vector<'a>(
-    point: &Point<'a>,
-    meta: &Meta,
-    max_variable: usize,
-) -> Result<Cow<'a, [u8]>> {
-    let mut decoder = super::vector_codec::VectorDecoder::default();
-    let plain = decoder.plain(point, meta, max_variable)?;
-    Ok(if point.vec_option & 0x07 == 0 {
-        Cow::Borrowed(point.stored)
-    } else {
-        Cow::Owned(plain.to_vec())
-    })
-}
-
-type Failure = (ErrorClass, String);
-
-fn corrupt(what: &str, e: impl std::fmt::Display) -> Failure {
-    (
-        ErrorClass::BadValue,
-        format!("corrupt compressed vector: {what}: {e}"),
-    )
-}
-
-fn read_capped(reader: impl Read, cap: usize, what: &str) -> std::result::Result<Vec<u8>, Failure> {
-    let mut out = Vec::new();
-    let limit = (cap as u64).saturating_add(1);
-    reader
-        .take(limit)
-        .read_to_end(&mut out)
-        .map_err(|e| corrupt(what, e))?;
-    if out.len() > cap {
-        return Err((
-            ErrorClass::BufferSize,
-            format!("vector length mismatch: {what} data inflates to more than {cap} bytes"),
-        ));
-    }
-    Ok(out)
-}
-
-/// The Snappy framing format (rare: accepted on read, never written), through `snap`'s reader.
-pub(crate) fn unsnap_framed(
-    stored: &[u8],
-    cap: usize,
-) -> std::result::Result<Vec<u8>, (ErrorClass, String)> {
-    read_capped(snap::read::FrameDecoder::new(stored), cap, "snappy")
-}
-
-/// Compresses plain vector bytes; empty vectors are always stored plain (spec §6.2). Loops
-/// over many vectors keep one `VectorEncoder` instead.
-pub fn compress(plain: &[u8], compression: Compression) -> Result<(u8, Cow<'_, [u8]>)> {
-    let mut encoder = super::vector_codec::VectorEncoder::default();
-    let (code, stored) = encoder.compress(plain, compression)?;
-    Ok(if code == 0 {
-        (0, Cow::Borrowed(plain))
-    } else {
-        (code, Cow::Owned(stored.to_vec()))
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// MessagePack → JSON text (spec §9.2)
-
-/// Appends the JSON text of a msgpack value; fails when the value has no JSON form.
-pub fn msgpack_to_json(value: &ValueRef<'_>, out: &mut String) -> std::result::Result<(), String> {
-    match value {
-        ValueRef::Nil => out.push_str("null"),
-        ValueRef::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        ValueRef::Integer(i) => {
-            if let Some(u) = i.as_u64() {
-                out.push_str(itoa::Buffer::new().format(u));
-            } else if let Some(s) = i.as_i64() {
-                out.push_str(itoa::Buffer::new().format(s));
-            }
-        }
-        ValueRef::F32(f) => {
-            if f.is_finite() {
-                out.push_str(&serde_json::to_string(f).map_err(|e| e.to_string())?);
-            } else {
-                out.push_str("null");
-            }
-        }
-        ValueRef::F64(f) => {
-            if f.is_finite() {
-                out.push_str(&serde_json::to_string(f).map_err(|e| e.to_string())?);
-            } else {
-                out.push_str("null");
-            }
-        }
-        ValueRef::String(s) => {
-            let text = s
-                .as_str()
-                .ok_or_else(|| "invalid string: msgpack str is not UTF-8".to_string())?;
-            push_json_string(text, out);
-        }
-        ValueRef::Binary(bytes) => push_byte_array(bytes, out),
-        ValueRef::Ext(ty, bytes) => {
-            out.push('[');
-            out.push_str(itoa::Buffer::new().format(*ty));
-            out.push(',');
-            push_byte_array(bytes, out);
-            out.push(']');
-        }
-        ValueRef::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                msgpack_to_json(item, out)?;
-            }
-            out.push(']');
-        }
-        ValueRef::Map(entries) => {
-            out.push('{');
-            let mut seen = std::collections::HashSet::new();
-            for (i, (key, item)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let key_text = json_key(key)?;
-                if entries.len() > 1 && !seen.insert(key_text.clone()) {
-                    return Err(format!(
-                        "app_data not representable as JSON; use app_data=msgpack (map key {key_text:?} appears twice)"
-                    ));
-                }
-                push_json_string(&key_text, out);
-                out.push(':');
-                msgpack_to_json(item, out)?;
-            }
-            out.push('}');
-        }
-    }
-    Ok(())
-}
-
-fn json_key(key: &ValueRef<'_>) -> std::result::Result<String, String> {
-    match key {
-        ValueRef::String(s) => s
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| "invalid string: msgpack map key is not UTF-8".to_string()),
-        ValueRef::Nil
-        | ValueRef::Boolean(_)
-        | ValueRef::Integer(_)
-        | ValueRef::F32(_)
-        | ValueRef::F64(_) => {
-            let mut text = String::new();
-            msgpack_to_json(key, &mut text)?;
-            Ok(text)
-        }
-        other => Err(format!(
-            "app_data not representable as JSON; use app_data=msgpack (a map key of type {})",
-            match other {
-                ValueRef::Binary(_) => "bin",
-                ValueRef::Ext(..) => "ext",
-                ValueRef::Array(_) => "array",
-                _ => "map",
-            }
-        )),
-    }
-}
-
-fn push_byte_array(bytes: &[u8], out: &mut String) {
-    out.push('[');
-    for (i, b) in bytes.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(itoa::Buffer::new().format(*b));
-    }
-    out.push(']');
-}
-
-/// A JSON string literal: only `"`, `\` and control characters escaped, UTF-8 kept.
-pub fn push_json_string(text: &str, out: &mut String) {
-    out.push('"');
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        let escape: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\n' => Some("\\n"),
-            '\r' => Some("\\r"),
-            '\t' => Some("\\t"),
-            '\u{08}' => Some("\\b"),
-            '\u{0C}' => Some("\\f"),
-            c if (c as u32) < 0x20 => None,
-            _ => continue,
-        };
-        out.push_str(&text[start..i]);
-        match escape {
-            Some(e) => out.push_str(e),
-            None => out.push_str(&format!("\\u{:04x}", c as u32)),
-        }
-        start = i + c.len_utf8();
-    }
-    out.push_str(&text[start..]);
-    out.push('"');
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON text → MessagePack (spec §9.3)
-
-/// Packs one JSON text as msgpack (smallest int forms, str for strings, key order kept).
-pub fn json_text_to_msgpack(text: &str, out: &mut Vec<u8>) -> std::result::Result<(), String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
-    write_json_value(&value, out);
-    Ok(())
-}
-
-/// Appends `value` to `out` as msgpack (integers as the smallest msgpack integer).
-pub fn write_json_value(value: &serde_json::Value, out: &mut Vec<u8>) {
-    use serde_json::Value;
-    // Writing into a Vec cannot fail.
-    match value {
-        Value::Null => out.push(0xC0),
-        Value::Bool(b) => out.push(if *b { 0xC3 } else { 0xC2 }),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                let _ = rmp::encode::write_uint(out, u);
-            } else if let Some(i) = n.as_i64() {
-                let _ = rmp::encode::write_sint(out, i);
-            } else {
-                let _ = rmp::encode::write_f64(out, n.as_f64().unwrap_or(f64::NAN));
-            }
-        }
-        Value::String(s) => {
-            let _ = rmp::encode::write_str(out, s);
-        }
-        Value::Array(items) => {
-            let _ = rmp::encode::write_array_len(out, items.len() as u32);
-            for item in items {
-                write_json_value(item, out);
-            }
-        }
-        Value::Object(map) => {
-            let _ = rmp::encode::write_map_len(out, map.len() as u32);
-            for (k, v) in map {
-                let _ = rmp::encode::write_str(out, k);
-                write_json_value(v, out);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -955,31 +680,5 @@ mod tests {
             element_count(&[i32::MAX as u64]).unwrap(),
             i32::MAX as usize
         );
-    }
-
-    #[test]
-    fn msgpack_json_both_ways() {
-        let mut packed = Vec::new();
-        json_text_to_msgpack(r#"{"a":1,"b":[-1,300,1.5,null,true],"c":"β"}"#, &mut packed).unwrap();
-        let mut text = String::new();
-        msgpack_to_json(&parse_msgpack(&packed).unwrap(), &mut text).unwrap();
-        assert_eq!(text, r#"{"a":1,"b":[-1,300,1.5,null,true],"c":"β"}"#);
-        // {} is 80; the spec's JSON example.
-        packed.clear();
-        json_text_to_msgpack(r#"[1,"x",null]"#, &mut packed).unwrap();
-        assert_eq!(packed, [0x93, 0x01, 0xA1, 0x78, 0xC0]);
-        // Duplicate keys after conversion: error.
-        let dup = [0x82, 0x01, 0xC0, 0xA1, b'1', 0xC0];
-        assert!(msgpack_to_json(&parse_msgpack(&dup).unwrap(), &mut String::new()).is_err());
-        // f32 shortest, u64 max, bin and ext.
-        let v = [
-            0x94, 0xCA, 0x3D, 0xCC, 0xCC, 0xCD, 0xCF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-            0xFF, 0xC4, 0x02, 1, 255, 0xD4, 0x05, 0x07,
-        ];
-        let mut text = String::new();
-        msgpack_to_json(&parse_msgpack(&v).unwrap(), &mut text).unwrap();
-        assert_eq!(text, "[0.1,18446744073709551615,[1,255],[5,[7]]]");
-        assert!(parse_msgpack(&[0xC0, 0xC0]).is_err());
-        assert!(parse_msgpack(&[0x92, 0x01]).is_err());
     }
 }

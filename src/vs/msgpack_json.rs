@@ -1,17 +1,23 @@
-//! MessagePack → JSON text without building a value tree (spec §9.2).
+//! MessagePack ⇄ JSON of app data and JSON elements (spec §9.2, §9.3).
 //!
-//! The reader turns every point's app_data into JSON; going through `rmpv::ValueRef` costs a
-//! tree of allocations per point. This printer walks the msgpack bytes once and writes the JSON
-//! straight into the caller's buffer. It only claims the cases it handles exactly like
-//! [`codec::msgpack_to_json`] over [`codec::parse_msgpack`]; anything else — malformed input,
-//! values without a JSON form, very deep nesting — makes it step back, and the caller runs the
-//! tree-based path, which then decides (and words the error). So both paths give the same text
-//! and the same errors by construction; `tests` check the fast path against the tree on random
-//! values.
+//! `tree` holds the reference conversions through an `rmpv::ValueRef` tree, both ways. The
+//! reader turns every point's app_data into JSON, and a tree costs allocations per point, so
+//! this module's printer walks the msgpack bytes once and writes the JSON straight into the
+//! caller's buffer. It only claims the cases it handles exactly like [`msgpack_to_json`] over
+//! [`parse_msgpack`]; anything else — malformed input, values without a JSON form, very deep
+//! nesting — makes it step back, and the caller runs the tree-based path, which then decides
+//! (and words the error). So both paths give the same text and the same errors by
+//! construction; `tests` check the fast path against the tree on random values.
+
+mod tree;
 
 use std::collections::HashSet;
 
-use super::codec;
+use crate::error::Result;
+
+pub use self::tree::{
+    json_text_to_msgpack, msgpack_to_json, parse_msgpack, push_json_string, write_json_value,
+};
 
 /// Nesting beyond this is left to the tree-based path (which has its own depth limit).
 const MAX_FAST_DEPTH: usize = 100;
@@ -19,18 +25,13 @@ const MAX_FAST_DEPTH: usize = 100;
 /// Maps with up to this many keys check for duplicates without allocating.
 const INLINE_KEYS: usize = 16;
 
-/// Why a msgpack value could not be printed as JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JsonFailure {
-    /// Not one well-formed msgpack value ("invalid msgpack: …").
-    Invalid(String),
-    /// Well-formed, but without a JSON form (bad UTF-8, a duplicate or non-scalar map key).
-    Unrepresentable(String),
-}
-
 /// Appends the JSON text of the single msgpack value `bytes` to `out`; `Ok(true)` when the value
-/// is nil (its text `null` is appended like any other). On error `out` is as it was.
-pub fn append_json(bytes: &[u8], out: &mut Vec<u8>) -> Result<bool, JsonFailure> {
+/// is nil (its text `null` is appended like any other). On error `out` is as it was; the error
+/// is [`ErrorClass::BadValue`](crate::ErrorClass::BadValue) for bytes that are not one
+/// well-formed msgpack value ("invalid msgpack: …"), and
+/// [`ErrorClass::UnsupportedType`](crate::ErrorClass::UnsupportedType) for a value without a
+/// JSON form (bad UTF-8, a duplicate or non-scalar map key).
+pub fn append_json(bytes: &[u8], out: &mut Vec<u8>) -> Result<bool> {
     let start = out.len();
     let mut printer = Printer {
         bytes,
@@ -41,21 +42,21 @@ pub fn append_json(bytes: &[u8], out: &mut Vec<u8>) -> Result<bool, JsonFailure>
         return Ok(is_nil_marker(bytes[0]));
     }
     out.truncate(start);
-    let value = codec::parse_msgpack(bytes).map_err(JsonFailure::Invalid)?;
+    let value = parse_msgpack(bytes)?;
     let mut text = String::new();
-    codec::msgpack_to_json(&value, &mut text).map_err(JsonFailure::Unrepresentable)?;
+    msgpack_to_json(&value, &mut text)?;
     out.extend_from_slice(text.as_bytes());
     Ok(matches!(value, rmpv::ValueRef::Nil))
 }
 
-/// Checks that `bytes` hold exactly one msgpack value, like [`codec::validate_msgpack`] (same
-/// verdict, same message) without building the value.
-pub fn validate(bytes: &[u8]) -> Result<(), String> {
+/// Checks that `bytes` hold exactly one msgpack value, with the verdict and error of
+/// [`parse_msgpack`] but without building the value.
+pub fn validate(bytes: &[u8]) -> Result<()> {
     let mut skipper = Skipper { bytes, pos: 0 };
     if skipper.value(0).is_some() && skipper.pos == bytes.len() {
         return Ok(());
     }
-    codec::validate_msgpack(bytes)
+    parse_msgpack(bytes).map(|_| ())
 }
 
 /// `rmpv` reads the reserved marker `C1` as nil, like `C0`.
@@ -354,7 +355,7 @@ fn push_bytes(data: &[u8], out: &mut Vec<u8>) {
     out.push(b']');
 }
 
-/// A JSON string literal of UTF-8 `text`, escaped like [`codec::push_json_string`].
+/// A JSON string literal of UTF-8 `text`, escaped like [`push_json_string`].
 #[inline]
 fn push_string(text: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
@@ -401,11 +402,20 @@ mod tests {
     use proptest::prelude::*;
     use rmpv::Value;
 
-    /// The tree path: what the reader printed before this module existed.
-    fn tree(bytes: &[u8]) -> Result<(String, bool), JsonFailure> {
-        let value = codec::parse_msgpack(bytes).map_err(JsonFailure::Invalid)?;
+    use crate::error::{Error, ErrorClass};
+
+    /// What an error says: its class and message.
+    type Verdict = (ErrorClass, String);
+
+    fn verdict(e: Error) -> Verdict {
+        (e.class(), e.message().to_owned())
+    }
+
+    /// The tree path: what the reader printed before the fast path existed.
+    fn tree(bytes: &[u8]) -> std::result::Result<(String, bool), Verdict> {
+        let value = parse_msgpack(bytes).map_err(verdict)?;
         let mut text = String::new();
-        codec::msgpack_to_json(&value, &mut text).map_err(JsonFailure::Unrepresentable)?;
+        msgpack_to_json(&value, &mut text).map_err(verdict)?;
         Ok((text, matches!(value, rmpv::ValueRef::Nil)))
     }
 
@@ -567,7 +577,7 @@ mod tests {
             prop_assert_eq!(nil, tree_nil);
         }
         let mut out = b"prefix".to_vec();
-        match (append_json(bytes, &mut out), expected) {
+        match (append_json(bytes, &mut out).map_err(verdict), expected) {
             (Ok(nil), Ok((text, tree_nil))) => {
                 prop_assert_eq!(&out[6..], text.as_bytes());
                 prop_assert_eq!(nil, tree_nil);
@@ -578,7 +588,10 @@ mod tests {
             }
             (got, want) => prop_assert!(false, "got {:?}, want {:?}", got, want),
         }
-        prop_assert_eq!(validate(bytes), codec::validate_msgpack(bytes));
+        prop_assert_eq!(
+            validate(bytes).map_err(verdict),
+            parse_msgpack(bytes).map(|_| ()).map_err(verdict)
+        );
         Ok(())
     }
 
@@ -647,22 +660,20 @@ mod tests {
             assert_eq!(out, text.as_bytes());
         }
         let mut out = Vec::new();
-        assert_eq!(append_json(&[0xC1], &mut out), Ok(true));
+        assert!(append_json(&[0xC1], &mut out).unwrap());
         let dup = [0x82, 0x01, 0xC0, 0xA1, b'1', 0xC0];
-        assert!(matches!(
-            append_json(&dup, &mut out),
-            Err(JsonFailure::Unrepresentable(m)) if m.contains("appears twice")
-        ));
-        assert!(matches!(
-            append_json(&[0x92, 0x01], &mut out),
-            Err(JsonFailure::Invalid(m)) if m.starts_with("invalid msgpack")
-        ));
+        let (class, message) = verdict(append_json(&dup, &mut out).unwrap_err());
+        assert_eq!(class, ErrorClass::UnsupportedType);
+        assert!(message.contains("appears twice"), "{message}");
+        let (class, message) = verdict(append_json(&[0x92, 0x01], &mut out).unwrap_err());
+        assert_eq!(class, ErrorClass::BadValue);
+        assert!(message.starts_with("invalid msgpack"), "{message}");
         // Deep nesting goes to the tree path, which still prints it.
         let mut deep = vec![0x91; 300];
         deep.push(0x01);
         out.clear();
         assert_eq!(fast_only(&deep, &mut Vec::new()), None);
-        assert_eq!(append_json(&deep, &mut out), Ok(false));
+        assert!(!append_json(&deep, &mut out).unwrap());
         assert_eq!(out.len(), 601);
     }
 }

@@ -4,7 +4,9 @@
 //! setup and output allocations would cost more than the decompression itself. A reader or
 //! writer task keeps one [`VectorDecoder`] / [`VectorEncoder`] for all the vectors it handles.
 
-use super::codec::{block_error, unsnap_framed, Meta, Point, POINT, SNAPPY_STREAM_ID};
+use std::io::Read;
+
+use super::codec::{block_error, Meta, Point, POINT};
 use super::gzip::{Gunzip, GunzipError, Gzip};
 use super::mapping::Compression;
 use crate::error::{Error, ErrorClass, Result};
@@ -17,13 +19,39 @@ pub struct VectorDecoder {
     plain: Vec<u8>,
 }
 
-type Failure = (ErrorClass, String);
+/// The start of a stream in the Snappy framing format.
+const SNAPPY_STREAM_ID: &[u8] = &[0xFF, 0x06, 0x00, 0x00, 0x73, 0x4E, 0x61, 0x50, 0x70, 0x59];
 
-fn corrupt(what: &str, e: impl std::fmt::Display) -> Failure {
-    (
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(
         ErrorClass::BadValue,
         format!("corrupt compressed vector: {what}: {e}"),
     )
+}
+
+fn too_large(what: &str, cap: usize) -> Error {
+    Error::new(
+        ErrorClass::BufferSize,
+        format!("vector length mismatch: {what} data inflates to more than {cap} bytes"),
+    )
+}
+
+fn read_capped(reader: impl Read, cap: usize, what: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let limit = (cap as u64).saturating_add(1);
+    reader
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| corrupt(what, e))?;
+    if out.len() > cap {
+        return Err(too_large(what, cap));
+    }
+    Ok(out)
+}
+
+/// The Snappy framing format (rare: accepted on read, never written), through `snap`'s reader.
+fn unsnap_framed(stored: &[u8], cap: usize) -> Result<Vec<u8>> {
+    read_capped(snap::read::FrameDecoder::new(stored), cap, "snappy")
 }
 
 impl VectorDecoder {
@@ -35,8 +63,13 @@ impl VectorDecoder {
         meta: &Meta,
         max_variable: usize,
     ) -> Result<&'s [u8]> {
-        let err = |(class, message): Failure| {
-            block_error(POINT, point.offset, class, format!("vector: {message}"))
+        let err = |e: Error| {
+            block_error(
+                POINT,
+                point.offset,
+                e.class(),
+                format!("vector: {}", e.message()),
+            )
         };
         let code = point.vec_option & 0x07;
         // Exact size for fixed types; an upper bound for STRING/JSON.
@@ -47,9 +80,9 @@ impl VectorDecoder {
             0 => stored,
             1 | 2 => {
                 if stored.is_empty() {
-                    return Err(err((
+                    return Err(err(Error::new(
                         ErrorClass::BadValue,
-                        "corrupt compressed vector: empty compressed data".into(),
+                        "corrupt compressed vector: empty compressed data",
                     )));
                 }
                 if code == 1 && stored.starts_with(&[0x1F, 0x8B]) {
@@ -58,12 +91,7 @@ impl VectorDecoder {
                         .inflate(stored, cap, &mut self.plain)
                         .map_err(|e| match e {
                             GunzipError::Corrupt(m) => corrupt("gzip", m),
-                            GunzipError::TooLarge => (
-                                ErrorClass::BufferSize,
-                                format!(
-                                    "vector length mismatch: gzip data inflates to more than {cap} bytes"
-                                ),
-                            ),
+                            GunzipError::TooLarge => too_large("gzip", cap),
                         })
                         .map_err(err)?;
                 } else if stored.starts_with(SNAPPY_STREAM_ID) {
@@ -74,7 +102,7 @@ impl VectorDecoder {
                 &self.plain
             }
             c => {
-                return Err(err((
+                return Err(err(Error::new(
                     ErrorClass::Unsupported,
                     format!("unsupported compression code {c}"),
                 )))
@@ -82,7 +110,7 @@ impl VectorDecoder {
         };
         if let Some(expected) = expected {
             if plain.len() != expected {
-                return Err(err((
+                return Err(err(Error::new(
                     ErrorClass::BufferSize,
                     format!(
                         "vector length mismatch: {} bytes, expected {expected} for {} {} elements",
@@ -96,22 +124,17 @@ impl VectorDecoder {
         Ok(plain)
     }
 
-    fn unsnap_raw(
-        &mut self,
-        stored: &[u8],
-        expected: Option<usize>,
-        cap: usize,
-    ) -> std::result::Result<(), Failure> {
+    fn unsnap_raw(&mut self, stored: &[u8], expected: Option<usize>, cap: usize) -> Result<()> {
         let len = snap::raw::decompress_len(stored).map_err(|e| corrupt("snappy", e))?;
         match expected {
             Some(expected) if len != expected => {
-                return Err((
+                return Err(Error::new(
                     ErrorClass::BufferSize,
                     format!("vector length mismatch: snappy data announces {len} bytes, expected {expected}"),
                 ))
             }
             None if len > cap => {
-                return Err((
+                return Err(Error::new(
                     ErrorClass::BufferSize,
                     format!("vector length mismatch: snappy data announces {len} bytes, more than the limit {cap}"),
                 ))
@@ -124,7 +147,7 @@ impl VectorDecoder {
         // before anything is allocated for it.
         let most = stored.len().saturating_mul(64) / 3;
         if len > most {
-            return Err((
+            return Err(Error::new(
                 ErrorClass::BufferSize,
                 format!(
                     "vector length mismatch: snappy data of {} bytes announces {len} bytes, more \

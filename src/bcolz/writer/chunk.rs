@@ -8,11 +8,11 @@ use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::column::{ChunkFiles, Piece};
-use super::encode::{direct_bytes, encode_piece};
-use crate::bcolz::append::{beside, TEMP_SUFFIX};
+use super::encode::{direct_bytes, encode_piece, RowLayout};
+use super::piece::Piece;
 use crate::bcolz::blosc::{self, Codec, Shuffle};
 use crate::bcolz::durable;
+use crate::bcolz::journal::{beside, Journal, TEMP_SUFFIX};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Everything needed to encode, compress and write one chunk, away from the writer.
@@ -23,14 +23,25 @@ pub(super) struct ChunkSpec {
     pub(super) clevel: u8,
     pub(super) shuffle: Shuffle,
     pub(super) typesize: usize,
-    pub(super) atomsize: usize,
-    /// Bytes per code unit of a string column (4 for `U`, 1 for `S`, 1 otherwise).
-    pub(super) item_unit: usize,
-    /// String width in code units.
-    pub(super) width: usize,
-    /// Bytes swapped as one unit for a big-endian column (1: little-endian, nothing to do).
-    pub(super) swap_unit: usize,
+    /// The stored form of the chunk's rows.
+    pub(super) layout: RowLayout,
     pub(super) files: ChunkFiles,
+}
+
+/// How a chunk file is written.
+#[derive(Debug, Clone)]
+pub(in crate::bcolz) enum ChunkFiles {
+    /// Into a dataset directory nobody sees yet, never flushed (`with_durable(false)`).
+    Unsynced,
+    /// Into a dataset directory nobody sees yet; the kernel is asked to start writing it out
+    /// at once (Linux) and the file is queued to the syncer threads; the whole directory is
+    /// flushed again before it is renamed into place.
+    SyncedLater(durable::SyncQueue),
+    /// Into a live dataset (an append): under a temporary name, flushed (fsync) and renamed
+    /// over `__k.blp` through the append's journal (which keeps the file it replaces until the
+    /// commit), so a chunk file is never half-written or empty after a crash, and a failed
+    /// append can be undone.
+    Live(Journal),
 }
 
 /// One chunk to encode, compress and write.
@@ -48,16 +59,17 @@ impl ChunkJob {
             let mut fresh = Scratch::default();
             let mut borrowed = scratch.try_borrow_mut();
             let scratch = borrowed.as_deref_mut().unwrap_or(&mut fresh);
-            let direct = direct_bytes(&self.pieces, &self.spec);
+            let direct = direct_bytes(&self.pieces, &self.spec.layout);
             let src: &[u8] = match &direct {
                 Some(buffer) => buffer.as_slice(),
                 None => {
                     scratch.encoded.clear();
                     for piece in &self.pieces {
-                        encode_piece(piece, &self.spec, &mut scratch.encoded)?;
+                        encode_piece(piece, &self.spec.layout, &mut scratch.encoded)?;
                     }
-                    if self.spec.swap_unit > 1 {
-                        for group in scratch.encoded.chunks_exact_mut(self.spec.swap_unit) {
+                    let swap_unit = self.spec.layout.swap_unit;
+                    if swap_unit > 1 {
+                        for group in scratch.encoded.chunks_exact_mut(swap_unit) {
                             group.reverse();
                         }
                     }

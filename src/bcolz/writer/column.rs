@@ -12,11 +12,11 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::Buffer;
 use arrow_schema::DataType;
 
-use super::chunk::ChunkSpec;
-use super::encode::{flat_bytes, null_error};
+use super::chunk::{ChunkFiles, ChunkSpec};
+use super::encode::{flat_bytes, null_error, RowLayout};
+use super::piece::Piece;
 use super::NullPolicy;
 use crate::bcolz::blosc::{Codec, Shuffle};
-use crate::bcolz::durable;
 use crate::bcolz::mapping::{Base, DType};
 use crate::error::{Error, ErrorClass, Result};
 
@@ -58,64 +58,6 @@ impl Column {
                 self.name, self.trailing_nuls
             )
         })
-    }
-}
-
-/// How a chunk file is written.
-#[derive(Debug, Clone)]
-pub(in crate::bcolz) enum ChunkFiles {
-    /// Into a dataset directory nobody sees yet, never flushed (`with_durable(false)`).
-    Unsynced,
-    /// Into a dataset directory nobody sees yet; the kernel is asked to start writing it out
-    /// at once (Linux) and the file is queued to the syncer threads; the whole directory is
-    /// flushed again before it is renamed into place.
-    SyncedLater(durable::SyncQueue),
-    /// Into a live dataset (an append): under a temporary name, flushed (fsync) and renamed
-    /// over `__k.blp` through the append's journal (which keeps the file it replaces until the
-    /// commit), so a chunk file is never half-written or empty after a crash, and a failed
-    /// append can be undone.
-    Live(crate::bcolz::append::Journal),
-}
-
-/// Rows waiting to be cut into chunks.
-#[derive(Debug, Clone)]
-pub(in crate::bcolz) enum Piece {
-    /// Rows of an input column, already checked (nulls, widths) and cast to the base type.
-    Rows {
-        array: ArrayRef,
-        offset: usize,
-        len: usize,
-    },
-    /// Rows in stored form (the committed rows of a leftover chunk being appended to):
-    /// little-endian, `item` bytes a row, strings NUL-padded.
-    Stored {
-        bytes: Buffer,
-        item: usize,
-        offset: usize,
-        len: usize,
-    },
-}
-
-impl Piece {
-    fn len(&self) -> usize {
-        match self {
-            Piece::Rows { len, .. } | Piece::Stored { len, .. } => *len,
-        }
-    }
-
-    /// The first `n` rows, leaving the rest in `self`.
-    fn split_front(&mut self, n: usize) -> Piece {
-        let mut front = self.clone();
-        match (&mut front, self) {
-            (Piece::Rows { len: fl, .. }, Piece::Rows { offset, len, .. })
-            | (Piece::Stored { len: fl, .. }, Piece::Stored { offset, len, .. }) => {
-                *fl = n;
-                *offset += n;
-                *len -= n;
-            }
-            _ => unreachable!("a clone has the same variant"),
-        }
-        front
     }
 }
 
@@ -182,10 +124,12 @@ impl Column {
             clevel: self.clevel,
             shuffle: self.shuffle,
             typesize: dtype.typesize(),
-            atomsize: self.atomsize_for(width),
-            item_unit: self.unit(),
-            width,
-            swap_unit,
+            layout: RowLayout {
+                atomsize: self.atomsize_for(width),
+                item_unit: self.unit(),
+                width,
+                swap_unit,
+            },
             files: self.files.clone(),
         }
     }

@@ -8,13 +8,25 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::Buffer;
 use arrow_schema::DataType;
 
-use super::chunk::ChunkSpec;
-use super::column::Piece;
+use super::piece::Piece;
 use crate::error::{Error, ErrorClass, Result};
+
+/// How a column's rows are laid out in a chunk, at the width the chunk is encoded with.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RowLayout {
+    /// Bytes a row takes (a tensor row: all its values).
+    pub(super) atomsize: usize,
+    /// Bytes per code unit of a string column (4 for `U`, 1 for `S`, 1 otherwise).
+    pub(super) item_unit: usize,
+    /// String width in code units.
+    pub(super) width: usize,
+    /// Bytes swapped as one unit for a big-endian column (1: little-endian, nothing to do).
+    pub(super) swap_unit: usize,
+}
 
 /// The chunk's bytes straight from the Arrow buffer, when they are stored as they are: one
 /// piece of a fixed-width primitive (or tensor of one) without nulls, little-endian.
-pub(super) fn direct_bytes(pieces: &[Piece], spec: &ChunkSpec) -> Option<Buffer> {
+pub(super) fn direct_bytes(pieces: &[Piece], spec: &RowLayout) -> Option<Buffer> {
     let [Piece::Rows { array, offset, len }] = pieces else {
         return None;
     };
@@ -43,7 +55,7 @@ pub(super) fn direct_bytes(pieces: &[Piece], spec: &ChunkSpec) -> Option<Buffer>
 }
 
 /// Appends the stored bytes of a piece's rows (little-endian) to `out`.
-pub(super) fn encode_piece(piece: &Piece, spec: &ChunkSpec, out: &mut Vec<u8>) -> Result<()> {
+pub(super) fn encode_piece(piece: &Piece, spec: &RowLayout, out: &mut Vec<u8>) -> Result<()> {
     let size = spec.width * spec.item_unit;
     match piece {
         Piece::Stored {

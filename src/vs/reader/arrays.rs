@@ -18,7 +18,7 @@ use super::{AppDataMode, VsReadOptions};
 use crate::error::{ErrorClass, Result};
 use crate::vs::codec::{self, Meta, VarintOrder};
 use crate::vs::mapping::Resolution;
-use crate::vs::msgpack_json::{self, JsonFailure};
+use crate::vs::msgpack_json;
 
 /// The most bytes one Arrow string array (32-bit offsets) holds.
 pub(super) const MAX_TEXT: usize = i32::MAX as usize;
@@ -119,13 +119,9 @@ impl<'m> BatchBuilder<'m> {
                 }
                 Ok(false) => true,
                 // The text written so far is taken back, so a salvaging reader can go on.
-                Err(JsonFailure::Invalid(m)) => {
+                Err(e) => {
                     self.app_data.truncate(app_start);
-                    return Err(err(ErrorClass::BadValue, "app_data", m));
-                }
-                Err(JsonFailure::Unrepresentable(m)) => {
-                    self.app_data.truncate(app_start);
-                    return Err(err(ErrorClass::UnsupportedType, "app_data", m));
+                    return Err(err(e.class(), "app_data", e.message().to_owned()));
                 }
             },
         };
@@ -233,20 +229,12 @@ impl<'m> BatchBuilder<'m> {
                         }
                     } else if self.exact {
                         msgpack_json::validate(bytes)
-                            .map_err(|m| err(ErrorClass::BadValue, format!("element {i}: {m}")))?;
+                            .map_err(|e| err(e.class(), format!("element {i}: {}", e.message())))?;
                         self.scratch_elems.extend_from_slice(bytes);
                     } else {
                         // A nil element is the JSON text `null`, not a missing element.
-                        msgpack_json::append_json(bytes, &mut self.scratch_elems).map_err(
-                            |failure| match failure {
-                                JsonFailure::Invalid(m) => {
-                                    err(ErrorClass::BadValue, format!("element {i}: {m}"))
-                                }
-                                JsonFailure::Unrepresentable(m) => {
-                                    err(ErrorClass::UnsupportedType, format!("element {i}: {m}"))
-                                }
-                            },
-                        )?;
+                        msgpack_json::append_json(bytes, &mut self.scratch_elems)
+                            .map_err(|e| err(e.class(), format!("element {i}: {}", e.message())))?;
                     }
                 }
             }

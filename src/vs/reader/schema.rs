@@ -8,8 +8,9 @@ use arrow_schema::{DataType, Field, Schema};
 use base64::Engine;
 
 use super::{AppDataMode, VsReadOptions};
-use crate::vs::codec::{self, Meta};
+use crate::vs::codec::Meta;
 use crate::vs::mapping::*;
+use crate::vs::msgpack_json;
 
 /// The schema of §14.1.
 pub fn schema_for(meta: Option<&Meta>, options: &VsReadOptions) -> Schema {
@@ -35,9 +36,9 @@ pub fn schema_for(meta: Option<&Meta>, options: &VsReadOptions) -> Schema {
     metadata.insert(META_PAGING.to_owned(), meta.paging.to_string());
     if let Some(attributes) = &meta.attributes {
         // Validated when parsed; a value without a JSON form is left out of the text key.
-        if let Ok(value) = codec::parse_msgpack(attributes) {
+        if let Ok(value) = msgpack_json::parse_msgpack(attributes) {
             let mut text = String::new();
-            if codec::msgpack_to_json(&value, &mut text).is_ok() {
+            if msgpack_json::msgpack_to_json(&value, &mut text).is_ok() {
                 metadata.insert(META_ATTRIBUTES.to_owned(), text);
             }
         }

@@ -14,6 +14,7 @@ use super::plan::{AppPlan, Elements, Plan, VectorPlan};
 use crate::error::{Error, Result};
 use crate::vs::codec;
 use crate::vs::mapping::Compression;
+use crate::vs::msgpack_json;
 use crate::vs::vector_codec::VectorEncoder;
 
 /// Rows per parallel encoding task.
@@ -144,9 +145,48 @@ impl<'p> Prepared<'p> {
                 .with_column(v.index, Some(&self.plan.names[v.index]))));
             }
         }
-        let plain_owned = &mut scratch.plain;
+        let plain = self
+            .plain_vector(start, &mut scratch.plain, &mut scratch.element)
+            .map_err(at)?;
+        let (code, stored) = scratch
+            .encoder
+            .compress(plain, self.plan.compression)
+            .map_err(at)?;
+        let stored_len = u32::try_from(stored.len())
+            .map_err(|_| at(arg("a vector of more than 4 GiB does not fit a VS point")))?;
+        let app = &mut scratch.app;
+        let app_present = self.app_data(row, app).map_err(at)?;
+        let mut payload_len = 1 + 1 + 4 + stored.len();
+        if app_present {
+            payload_len += varuint_len(app.len() as u64) + app.len();
+        } else {
+            payload_len += 1;
+        }
+        let payload_len = u32::try_from(payload_len)
+            .map_err(|_| at(arg("a point of more than 4 GiB does not fit a VS block")))?;
+        out.push(codec::POINT);
+        out.extend_from_slice(&payload_len.to_le_bytes());
+        out.push(0);
+        codec::write_json_field(out, app_present.then_some(&app[..]));
+        out.push(code);
+        out.extend_from_slice(&stored_len.to_le_bytes());
+        out.extend_from_slice(stored);
+        Ok(())
+    }
+
+    /// The plain bytes of the vector whose elements start at `start` of the list's values:
+    /// borrowed from the Arrow buffer for fixed-size elements, else encoded into `plain_owned`
+    /// (`element`: a buffer for one JSON element's msgpack).
+    fn plain_vector<'s>(
+        &'s self,
+        start: usize,
+        plain_owned: &'s mut Vec<u8>,
+        element: &mut Vec<u8>,
+    ) -> Result<&'s [u8]> {
+        let v = self.v;
+        let values = self.list.values();
         plain_owned.clear();
-        let plain: &[u8] = match v.elements {
+        Ok(match v.elements {
             Elements::Fixed(w) => {
                 let (data, _) = self.fixed.as_ref().expect("fixed data");
                 let base = (data.offset() + start) * w;
@@ -174,11 +214,11 @@ impl<'p> Prepared<'p> {
             }
             Elements::JsonText => {
                 let s = self.texts.as_ref().expect("texts").as_string::<i64>();
-                let packed = &mut scratch.element;
+                let packed = element;
                 for e in 0..v.n {
                     packed.clear();
-                    codec::json_text_to_msgpack(s.value(start + e), packed)
-                        .map_err(|m| at(arg(format!("element {e}: {m}"))))?;
+                    msgpack_json::json_text_to_msgpack(s.value(start + e), packed)
+                        .map_err(|m| arg(format!("element {e}: {}", m.message())))?;
                     codec::write_json_field(plain_owned, Some(packed));
                 }
                 &plain_owned[..]
@@ -188,76 +228,55 @@ impl<'p> Prepared<'p> {
                 for e in 0..v.n {
                     let bytes = s.value(start + e);
                     if !bytes.is_empty() {
-                        codec::validate_msgpack(bytes)
-                            .map_err(|m| at(arg(format!("element {e}: {m}"))))?;
+                        msgpack_json::validate(bytes)
+                            .map_err(|m| arg(format!("element {e}: {}", m.message())))?;
                     }
                     codec::write_json_field(plain_owned, Some(bytes));
                 }
                 &plain_owned[..]
             }
-        };
-        let (code, stored) = scratch
-            .encoder
-            .compress(plain, self.plan.compression)
-            .map_err(at)?;
-        let stored_len = u32::try_from(stored.len())
-            .map_err(|_| at(arg("a vector of more than 4 GiB does not fit a VS point")))?;
+        })
+    }
 
-        // app_data
-        let app = &mut scratch.app;
+    /// Writes the app data of `row` as msgpack into `app`; whether the point has any.
+    fn app_data(&self, row: usize, app: &mut Vec<u8>) -> Result<bool> {
         app.clear();
-        let mut app_present = true;
         match &self.plan.app {
             AppPlan::Text(_) => {
                 let s = self.app[0].as_string::<i64>();
                 if s.is_null(row) {
                     app.push(0xC0);
                 } else {
-                    codec::json_text_to_msgpack(s.value(row), app)
-                        .map_err(|m| at(arg(format!("app_data: {m}"))))?;
+                    msgpack_json::json_text_to_msgpack(s.value(row), app)
+                        .map_err(|m| arg(format!("app_data: {}", m.message())))?;
                 }
             }
             AppPlan::Binary(_) => {
                 let b = self.app[0].as_binary::<i64>();
                 if b.is_null(row) || b.value(row).is_empty() {
-                    app_present = false;
+                    return Ok(false);
                 } else {
-                    codec::validate_msgpack(b.value(row))
-                        .map_err(|m| at(arg(format!("app_data: {m}"))))?;
+                    msgpack_json::validate(b.value(row))
+                        .map_err(|m| arg(format!("app_data: {}", m.message())))?;
                     app.extend_from_slice(b.value(row));
                 }
             }
             AppPlan::Struct(_) => {
-                let value = arrow_to_msgpack(self.app[0].as_ref(), row).map_err(at)?;
+                let value = arrow_to_msgpack(self.app[0].as_ref(), row)?;
                 rmpv::encode::write_value(app, &value)
-                    .map_err(|e| at(arg(format!("app_data: {e}"))))?;
+                    .map_err(|e| arg(format!("app_data: {e}")))?;
             }
             AppPlan::Columns(cols) => {
                 let _ = rmp::encode::write_map_len(app, cols.len() as u32);
                 for (k, &i) in cols.iter().enumerate() {
                     let _ = rmp::encode::write_str(app, &self.plan.names[i]);
-                    let value = arrow_to_msgpack(self.app[k].as_ref(), row).map_err(at)?;
+                    let value = arrow_to_msgpack(self.app[k].as_ref(), row)?;
                     rmpv::encode::write_value(app, &value)
-                        .map_err(|e| at(arg(format!("app_data: {e}"))))?;
+                        .map_err(|e| arg(format!("app_data: {e}")))?;
                 }
             }
         }
-        let mut payload_len = 1 + 1 + 4 + stored.len();
-        if app_present {
-            payload_len += varuint_len(app.len() as u64) + app.len();
-        } else {
-            payload_len += 1;
-        }
-        let payload_len = u32::try_from(payload_len)
-            .map_err(|_| at(arg("a point of more than 4 GiB does not fit a VS block")))?;
-        out.push(codec::POINT);
-        out.extend_from_slice(&payload_len.to_le_bytes());
-        out.push(0);
-        codec::write_json_field(out, app_present.then_some(&app[..]));
-        out.push(code);
-        out.extend_from_slice(&stored_len.to_le_bytes());
-        out.extend_from_slice(stored);
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -9,6 +9,7 @@ use super::{arg, VsWriteOptions};
 use crate::error::{Error, ErrorClass, Result};
 use crate::vs::codec;
 use crate::vs::mapping::*;
+use crate::vs::msgpack_json;
 
 /// How a vector's elements are read from their Arrow values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,14 +136,22 @@ fn attributes_from(schema: &Schema) -> Result<Vec<u8>> {
                     "schema metadata {META_ATTRIBUTES_MSGPACK}: not base64: {e}"
                 ))
             })?;
-        codec::validate_msgpack(&bytes)
-            .map_err(|m| arg(format!("schema metadata {META_ATTRIBUTES_MSGPACK}: {m}")))?;
+        msgpack_json::validate(&bytes).map_err(|m| {
+            arg(format!(
+                "schema metadata {META_ATTRIBUTES_MSGPACK}: {}",
+                m.message()
+            ))
+        })?;
         return Ok(bytes);
     }
     if let Some(text) = md.get(META_ATTRIBUTES) {
         let mut out = Vec::new();
-        codec::json_text_to_msgpack(text, &mut out)
-            .map_err(|m| arg(format!("schema metadata {META_ATTRIBUTES}: {m}")))?;
+        msgpack_json::json_text_to_msgpack(text, &mut out).map_err(|m| {
+            arg(format!(
+                "schema metadata {META_ATTRIBUTES}: {}",
+                m.message()
+            ))
+        })?;
         return Ok(out);
     }
     Ok(vec![0x80])

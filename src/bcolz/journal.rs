@@ -7,6 +7,9 @@
 //! commit, [`Journal::roll_back`] renames the kept files back and removes the new ones; after
 //! it, [`Journal::discard`] removes the kept files. A process that dies in between leaves its
 //! temporary and kept files; [`remove_leftovers`] removes them under the next append's lock.
+//!
+//! It sits beneath both `append` and the writer, whose chunk jobs write an append's chunks
+//! through it.
 
 use std::fs;
 use std::io::ErrorKind;
