@@ -23,7 +23,8 @@ use arrow_schema::DataType;
 
 use super::mapping::FiloType;
 use crate::error::{Error, ErrorClass, Result};
-pub use wire::{header, inspect, MaskKind, VectorInfo, WireType};
+pub use table::MaskKind;
+pub use wire::{header, inspect, VectorInfo, WireType};
 
 /// The largest length of an EmptyVector (24 bits of the header).
 pub const MAX_EMPTY_LEN: usize = 0xFF_FFFF;

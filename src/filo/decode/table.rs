@@ -5,7 +5,6 @@
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use flatbuffers::{Follow, InvalidFlatbuffer, Vector, Verifiable, VerifierOptions};
 
-use super::wire::MaskKind;
 use super::MAX_EMPTY_LEN;
 use crate::error::{Error, ErrorClass, Result};
 use crate::filo::gen::vector as fb;
@@ -207,5 +206,36 @@ pub(super) fn validity(mask: Option<fb::NaMask<'_>>, len: usize) -> Result<Optio
             Ok((nulls.null_count() > 0).then_some(nulls))
         }
         other => Err(bad_mask_type(other)),
+    }
+}
+
+/// How a vector marks its NAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaskKind {
+    /// No NaMask table (DictStringVector, which uses code 0; or a writer that left it out).
+    Absent,
+    /// No element is NA.
+    AllZeroes,
+    /// A bitmap of this many u64 words.
+    SimpleBitMask {
+        /// Number of `u64` words of the bitmap.
+        words: usize,
+    },
+    /// Every element is NA.
+    AllOnes,
+    /// EmptyVector: everything is NA, no table.
+    Empty,
+}
+
+impl MaskKind {
+    /// The mask kind's name, as the FlatBuffer schema spells it (`"AllZeroes"`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            MaskKind::Absent => "absent",
+            MaskKind::AllZeroes => "AllZeroes",
+            MaskKind::SimpleBitMask { .. } => "SimpleBitMask",
+            MaskKind::AllOnes => "AllOnes",
+            MaskKind::Empty => "empty",
+        }
     }
 }

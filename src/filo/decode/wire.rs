@@ -1,7 +1,7 @@
 //! What a vector's header word and tables say, without decoding its elements: its wire
 //! type, length, NA mask and encoding parameters (specs/filo.md sections 3–5).
 
-use super::table::{ddt_vars, info_pair, length, mask_kind, missing, root};
+use super::table::{ddt_vars, info_pair, length, mask_kind, missing, root, MaskKind};
 use crate::error::{Error, ErrorClass, Result};
 use crate::filo::gen::vector as fb;
 use crate::filo::mapping::FiloType;
@@ -118,37 +118,6 @@ impl WireType {
             }
             W::SimpleFixedString | W::SimpleBinary => matches!(t, F::String | F::Binary),
             W::DiffDateTime => matches!(t, F::DateTime | F::Timestamp),
-        }
-    }
-}
-
-/// How a vector marks its NAs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MaskKind {
-    /// No NaMask table (DictStringVector, which uses code 0; or a writer that left it out).
-    Absent,
-    /// No element is NA.
-    AllZeroes,
-    /// A bitmap of this many u64 words.
-    SimpleBitMask {
-        /// Number of `u64` words of the bitmap.
-        words: usize,
-    },
-    /// Every element is NA.
-    AllOnes,
-    /// EmptyVector: everything is NA, no table.
-    Empty,
-}
-
-impl MaskKind {
-    /// The mask kind's name, as the FlatBuffer schema spells it (`"AllZeroes"`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            MaskKind::Absent => "absent",
-            MaskKind::AllZeroes => "AllZeroes",
-            MaskKind::SimpleBitMask { .. } => "SimpleBitMask",
-            MaskKind::AllOnes => "AllOnes",
-            MaskKind::Empty => "empty",
         }
     }
 }
