@@ -94,121 +94,140 @@ pub fn decompress(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let start = out.len();
-    let check_len = |got: usize| -> Result<()> {
-        if got > expected || (exact && got != expected) {
-            Err(corrupt_data(format!(
-                "{} data decompressed to {got} bytes, expected {expected}",
-                mode.name()
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    let lz_bound = || -> Result<()> {
-        if expected
-            > input
-                .len()
-                .saturating_mul(LZ_MAX_RATIO)
-                .saturating_add(1024)
-            && exact
-        {
-            Err(corrupt_data(format!(
-                "{} data of {} bytes cannot expand to the {expected} bytes claimed",
-                mode.name(),
-                input.len()
-            )))
-        } else {
-            Ok(())
-        }
+    let target = Target {
+        mode,
+        expected,
+        exact,
+        input_len: input.len(),
     };
     match mode {
         Mode::None => {
-            check_len(input.len())?;
+            target.check_len(input.len())?;
             out.extend_from_slice(input);
         }
         Mode::Lzo => {
-            lz_bound()?;
-            out.reserve(
-                expected.min(
-                    input
-                        .len()
-                        .saturating_mul(LZ_MAX_RATIO)
-                        .saturating_add(1024),
-                ),
-            );
+            target.check_lz_bound()?;
+            out.reserve(expected.min(target.lz_cap()));
             lzo1x_decompress(input, expected, out)?;
         }
-        Mode::Zlib => {
-            let mut d = flate2::Decompress::new(true);
-            stream_into(out, expected, |buf| {
-                let before_in = d.total_in() as usize;
-                let before_out = d.total_out() as usize;
-                let status = d
-                    .decompress(&input[before_in..], buf, flate2::FlushDecompress::Finish)
-                    .map_err(|e| corrupt_data(format!("zlib data is corrupt: {e}")))?;
-                let produced = d.total_out() as usize - before_out;
-                let consumed = d.total_in() as usize - before_in;
-                Ok((produced, consumed, status == flate2::Status::StreamEnd))
-            })?;
-        }
-        Mode::Bz2 => {
-            let mut d = bzip2::Decompress::new(false);
-            stream_into(out, expected, |buf| {
-                let before_in = d.total_in() as usize;
-                let before_out = d.total_out() as usize;
-                let status = d
-                    .decompress(&input[before_in..], buf)
-                    .map_err(|e| corrupt_data(format!("bz2 data is corrupt: {e}")))?;
-                let produced = d.total_out() as usize - before_out;
-                let consumed = d.total_in() as usize - before_in;
-                Ok((produced, consumed, status == bzip2::Status::StreamEnd))
-            })?;
-        }
+        Mode::Zlib => zlib_into(input, expected, out)?,
+        Mode::Bz2 => bz2_into(input, expected, out)?,
         Mode::Lzf => {
-            lz_bound()?;
+            target.check_lz_bound()?;
             let v = lzf::decompress(input, expected.max(1))
                 .map_err(|e| corrupt_data(format!("lzf data is corrupt: {e:?}")))?;
-            check_len(v.len())?;
+            target.check_len(v.len())?;
             out.extend_from_slice(&v);
         }
-        Mode::Snappy => {
-            let len = snap::raw::decompress_len(input)
-                .map_err(|e| corrupt_data(format!("snappy data is corrupt: {e}")))?;
-            check_len(len)?;
-            if len
-                > input
-                    .len()
-                    .saturating_mul(LZ_MAX_RATIO)
-                    .saturating_add(1024)
-            {
-                return Err(corrupt_data(format!(
-                    "snappy data of {} bytes cannot expand to the {len} bytes it claims",
-                    input.len()
-                )));
-            }
-            out.resize(start + len, 0);
-            let got = snap::raw::Decoder::new()
-                .decompress(input, &mut out[start..])
-                .map_err(|e| corrupt_data(format!("snappy data is corrupt: {e}")))?;
-            check_len(got)?;
-            out.truncate(start + got);
-        }
-        Mode::Lz4 | Mode::Lz4Hc => {
-            lz_bound()?;
-            let cap = expected.min(
-                input
-                    .len()
-                    .saturating_mul(LZ_MAX_RATIO)
-                    .saturating_add(1024),
-            );
-            out.resize(start + cap, 0);
-            let got = lz4_flex::block::decompress_into(input, &mut out[start..])
-                .map_err(|e| corrupt_data(format!("lz4 data is corrupt: {e}")))?;
-            check_len(got)?;
-            out.truncate(start + got);
+        Mode::Snappy => snappy_into(&target, input, out)?,
+        Mode::Lz4 | Mode::Lz4Hc => lz4_into(&target, input, out)?,
+    }
+    target.check_len(out.len() - start)
+}
+
+/// What one decompression must produce, and the checks of what it did.
+struct Target {
+    mode: Mode,
+    expected: usize,
+    /// Exactly `expected` bytes, rather than at most.
+    exact: bool,
+    input_len: usize,
+}
+
+impl Target {
+    fn check_len(&self, got: usize) -> Result<()> {
+        if got > self.expected || (self.exact && got != self.expected) {
+            Err(corrupt_data(format!(
+                "{} data decompressed to {got} bytes, expected {}",
+                self.mode.name(),
+                self.expected
+            )))
+        } else {
+            Ok(())
         }
     }
-    check_len(out.len() - start)
+
+    /// The most an LZ-family codec can make of the input: more cannot be real.
+    fn lz_cap(&self) -> usize {
+        self.input_len
+            .saturating_mul(LZ_MAX_RATIO)
+            .saturating_add(1024)
+    }
+
+    /// Refuses an exact size the input cannot expand to, before it is allocated.
+    fn check_lz_bound(&self) -> Result<()> {
+        if self.exact && self.expected > self.lz_cap() {
+            Err(corrupt_data(format!(
+                "{} data of {} bytes cannot expand to the {} bytes claimed",
+                self.mode.name(),
+                self.input_len,
+                self.expected
+            )))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn zlib_into(input: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<()> {
+    let mut d = flate2::Decompress::new(true);
+    stream_into(out, expected, |buf| {
+        let before_in = d.total_in() as usize;
+        let before_out = d.total_out() as usize;
+        let status = d
+            .decompress(&input[before_in..], buf, flate2::FlushDecompress::Finish)
+            .map_err(|e| corrupt_data(format!("zlib data is corrupt: {e}")))?;
+        let produced = d.total_out() as usize - before_out;
+        let consumed = d.total_in() as usize - before_in;
+        Ok((produced, consumed, status == flate2::Status::StreamEnd))
+    })
+}
+
+fn bz2_into(input: &[u8], expected: usize, out: &mut Vec<u8>) -> Result<()> {
+    let mut d = bzip2::Decompress::new(false);
+    stream_into(out, expected, |buf| {
+        let before_in = d.total_in() as usize;
+        let before_out = d.total_out() as usize;
+        let status = d
+            .decompress(&input[before_in..], buf)
+            .map_err(|e| corrupt_data(format!("bz2 data is corrupt: {e}")))?;
+        let produced = d.total_out() as usize - before_out;
+        let consumed = d.total_in() as usize - before_in;
+        Ok((produced, consumed, status == bzip2::Status::StreamEnd))
+    })
+}
+
+/// Snappy states its decompressed length first: it is checked before the output is allocated.
+fn snappy_into(target: &Target, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let start = out.len();
+    let len = snap::raw::decompress_len(input)
+        .map_err(|e| corrupt_data(format!("snappy data is corrupt: {e}")))?;
+    target.check_len(len)?;
+    if len > target.lz_cap() {
+        return Err(corrupt_data(format!(
+            "snappy data of {} bytes cannot expand to the {len} bytes it claims",
+            input.len()
+        )));
+    }
+    out.resize(start + len, 0);
+    let got = snap::raw::Decoder::new()
+        .decompress(input, &mut out[start..])
+        .map_err(|e| corrupt_data(format!("snappy data is corrupt: {e}")))?;
+    target.check_len(got)?;
+    out.truncate(start + got);
+    Ok(())
+}
+
+fn lz4_into(target: &Target, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let start = out.len();
+    target.check_lz_bound()?;
+    let cap = target.expected.min(target.lz_cap());
+    out.resize(start + cap, 0);
+    let got = lz4_flex::block::decompress_into(input, &mut out[start..])
+        .map_err(|e| corrupt_data(format!("lz4 data is corrupt: {e}")))?;
+    target.check_len(got)?;
+    out.truncate(start + got);
+    Ok(())
 }
 
 /// LZO1X decoding (the stream of `lzo1x_decompress_safe`) into `out`, producing at most `limit`

@@ -5,6 +5,7 @@
 
 mod buffers;
 pub mod codec;
+pub mod extent;
 pub mod file;
 pub mod mapping;
 mod reader;

@@ -12,7 +12,8 @@ use rayon::prelude::*;
 
 use super::buffers::SpareBuffers;
 use super::codec;
-use super::file::{decode_raw_group, Checks, DsFile, ExtentHeader, OpenOptions, RawExtent};
+use super::extent::{decode_raw_group, RawExtent};
+use super::file::{Checks, DsFile, ExtentHeader, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
 use crate::error::{Error, ErrorClass, Result};
