@@ -5,10 +5,130 @@
 use std::borrow::Cow;
 
 use super::buffers::SpareBuffers;
+use super::byte_order::ByteOrder;
 use super::codec::{self, Mode};
-use super::file::{ByteOrder, Checks, ExtentHeader, MAX_UNPACKED};
 use super::types::{ExtentType, Kind};
 use crate::error::{Error, ErrorClass, Result};
+
+/// Reference limit on a compressed part (§3).
+pub const MAX_PART: i64 = 512 << 20;
+/// arrowsmith's cap on an uncompressed part (§16.2).
+pub const MAX_UNPACKED: usize = (2 << 30) - 1;
+
+/// One extent's header, as read from the file.
+#[derive(Debug, Clone)]
+pub struct ExtentHeader {
+    /// Byte offset of the extent in the file.
+    pub offset: u64,
+    /// CF: compressed size of the fixed-data part.
+    pub cf: usize,
+    /// CV: compressed size of the variable-data part.
+    pub cv: usize,
+    /// N: number of records.
+    pub rows: usize,
+    /// VS: uncompressed size of the variable-data area, its 4 leading zero bytes included.
+    pub vs: usize,
+    /// The stored adler32 of the extent (§12.1).
+    pub adler: u32,
+    /// The stored lookup2 hash of the partly unpacked data (§12.2).
+    pub hash: u32,
+    /// Compression mode id of the fixed part (see [`Mode`]).
+    pub mode_fixed: u8,
+    /// Compression mode id of the variable part.
+    pub mode_var: u8,
+    /// The extent type's name.
+    pub type_name: String,
+    /// H: bytes of the header, type name and padding included.
+    pub header_len: usize,
+    /// Bytes of the whole extent: `H + round4(CF) + round4(CV)`.
+    pub len: usize,
+}
+
+/// Which checks to run while decoding.
+#[derive(Debug, Clone, Copy)]
+pub struct Checks {
+    /// Verify each extent's adler32.
+    pub adler: bool,
+    /// Verify each extent's lookup2 hash.
+    pub hash: bool,
+    /// Verify that variable32 entries lie inside the variable area.
+    pub variable32: bool,
+}
+
+impl Checks {
+    /// Every check (the default).
+    pub const ALL: Checks = Checks {
+        adler: true,
+        hash: true,
+        variable32: true,
+    };
+    /// No checks: faster, for trusted files.
+    pub const NONE: Checks = Checks {
+        adler: false,
+        hash: false,
+        variable32: false,
+    };
+}
+
+/// Reads an extent header at `off`, checking its sizes against `end` (§3).
+pub fn read_extent_header(
+    b: &[u8],
+    order: ByteOrder,
+    off: usize,
+    end: usize,
+) -> Result<ExtentHeader> {
+    let bad = |m: String| Error::new(ErrorClass::BadEnvelope, m).at_offset(off as u64);
+    if off.checked_add(28).is_none_or(|e| e > end) {
+        return Err(bad("an extent header runs past the end of the data".into()));
+    }
+    let h = &b[off..];
+    let cf = order.i32(&h[0..4]) as i64;
+    let cv = order.i32(&h[4..8]) as i64;
+    let n = order.i32(&h[8..12]) as i64;
+    let vs = order.i32(&h[12..16]) as i64;
+    if !(0..MAX_PART).contains(&cf) || !(0..MAX_PART).contains(&cv) {
+        return Err(bad(format!(
+            "compressed sizes {cf}/{cv} are outside 0..512 MiB"
+        )));
+    }
+    if n < 0 {
+        return Err(bad(format!("negative record count {n}")));
+    }
+    if vs < 4 {
+        return Err(bad(format!("variable-area size {vs} is below 4")));
+    }
+    let l = h[26] as usize;
+    if l == 0 {
+        return Err(bad("empty type name".into()));
+    }
+    let header_len = (28 + l).next_multiple_of(4);
+    if off + header_len > end {
+        return Err(bad(
+            "an extent's type name runs past the end of the data".into()
+        ));
+    }
+    let name = String::from_utf8_lossy(&h[28..28 + l]).into_owned();
+    let len = header_len + (cf as usize).next_multiple_of(4) + (cv as usize).next_multiple_of(4);
+    if off + len > end {
+        return Err(bad(format!(
+            "extent of type {name:?} ({len} bytes) runs past the end of the data at {end}"
+        )));
+    }
+    Ok(ExtentHeader {
+        offset: off as u64,
+        cf: cf as usize,
+        cv: cv as usize,
+        rows: n as usize,
+        vs: vs as usize,
+        adler: order.u32(&h[16..20]),
+        hash: order.u32(&h[20..24]),
+        mode_fixed: h[24],
+        mode_var: h[25],
+        type_name: name,
+        header_len,
+        len,
+    })
+}
 
 /// An extent decompressed, un-compacted and verified; values still packed, in file order.
 /// Uncompressed parts are borrowed from the file's bytes rather than copied.

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::byte_order::ByteOrder;
 use super::codec;
-use super::extent::decode_raw;
+use super::extent::{decode_raw, read_extent_header, Checks, ExtentHeader, MAX_PART};
 use super::types::{ExtentType, INDEX_NAME, XMLTYPE_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::salvage::Skipped;
@@ -14,132 +15,6 @@ use crate::salvage::Skipped;
 pub const HEADER_LEN: usize = 40;
 /// Bytes of the file trailer (§4).
 pub const TRAILER_LEN: usize = 28;
-/// Reference limit on a compressed part (§3).
-pub const MAX_PART: i64 = 512 << 20;
-/// arrowsmith's cap on an uncompressed part (§16.2).
-pub const MAX_UNPACKED: usize = (2 << 30) - 1;
-
-/// Byte order of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ByteOrder {
-    /// Least significant byte first.
-    Little,
-    /// Most significant byte first.
-    Big,
-}
-
-impl ByteOrder {
-    /// Reads a `u32` from the first 4 bytes of `b` (which must hold them).
-    #[inline(always)]
-    pub fn u32(self, b: &[u8]) -> u32 {
-        let a = [b[0], b[1], b[2], b[3]];
-        match self {
-            ByteOrder::Little => u32::from_le_bytes(a),
-            ByteOrder::Big => u32::from_be_bytes(a),
-        }
-    }
-    /// Reads an `i32` from the first 4 bytes of `b` (which must hold them).
-    #[inline(always)]
-    pub fn i32(self, b: &[u8]) -> i32 {
-        self.u32(b) as i32
-    }
-    /// Reads a `u64` from the first 8 bytes of `b` (which must hold them).
-    #[inline(always)]
-    pub fn u64(self, b: &[u8]) -> u64 {
-        let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
-        match self {
-            ByteOrder::Little => u64::from_le_bytes(a),
-            ByteOrder::Big => u64::from_be_bytes(a),
-        }
-    }
-    /// Reads an `i64` from the first 8 bytes of `b` (which must hold them).
-    #[inline(always)]
-    pub fn i64(self, b: &[u8]) -> i64 {
-        self.u64(b) as i64
-    }
-    /// Reads an `f64` from the first 8 bytes of `b` (which must hold them).
-    #[inline(always)]
-    pub fn f64(self, b: &[u8]) -> f64 {
-        f64::from_bits(self.u64(b))
-    }
-    /// The 4 bytes of `v` in this order.
-    pub fn put_u32(self, v: u32) -> [u8; 4] {
-        match self {
-            ByteOrder::Little => v.to_le_bytes(),
-            ByteOrder::Big => v.to_be_bytes(),
-        }
-    }
-    /// The 8 bytes of `v` in this order.
-    pub fn put_u64(self, v: u64) -> [u8; 8] {
-        match self {
-            ByteOrder::Little => v.to_le_bytes(),
-            ByteOrder::Big => v.to_be_bytes(),
-        }
-    }
-    /// `"little-endian"` or `"big-endian"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ByteOrder::Little => "little-endian",
-            ByteOrder::Big => "big-endian",
-        }
-    }
-}
-
-/// One extent's header, as read from the file.
-#[derive(Debug, Clone)]
-pub struct ExtentHeader {
-    /// Byte offset of the extent in the file.
-    pub offset: u64,
-    /// CF: compressed size of the fixed-data part.
-    pub cf: usize,
-    /// CV: compressed size of the variable-data part.
-    pub cv: usize,
-    /// N: number of records.
-    pub rows: usize,
-    /// VS: uncompressed size of the variable-data area, its 4 leading zero bytes included.
-    pub vs: usize,
-    /// The stored adler32 of the extent (§12.1).
-    pub adler: u32,
-    /// The stored lookup2 hash of the partly unpacked data (§12.2).
-    pub hash: u32,
-    /// Compression mode id of the fixed part (see [`Mode`]).
-    pub mode_fixed: u8,
-    /// Compression mode id of the variable part.
-    pub mode_var: u8,
-    /// The extent type's name.
-    pub type_name: String,
-    /// H: bytes of the header, type name and padding included.
-    pub header_len: usize,
-    /// Bytes of the whole extent: `H + round4(CF) + round4(CV)`.
-    pub len: usize,
-}
-
-/// Which checks to run while decoding.
-#[derive(Debug, Clone, Copy)]
-pub struct Checks {
-    /// Verify each extent's adler32.
-    pub adler: bool,
-    /// Verify each extent's lookup2 hash.
-    pub hash: bool,
-    /// Verify that variable32 entries lie inside the variable area.
-    pub variable32: bool,
-}
-
-impl Checks {
-    /// Every check (the default).
-    pub const ALL: Checks = Checks {
-        adler: true,
-        hash: true,
-        variable32: true,
-    };
-    /// No checks: faster, for trusted files.
-    pub const NONE: Checks = Checks {
-        adler: false,
-        hash: false,
-        variable32: false,
-    };
-}
-
 enum Bytes {
     Map(memmap2::Mmap),
     Vec(Vec<u8>),
@@ -433,66 +308,6 @@ pub fn read_trailer(b: &[u8], order: ByteOrder) -> Result<(usize, u64)> {
         )));
     }
     Ok((p as usize, off as u64))
-}
-
-/// Reads an extent header at `off`, checking its sizes against `end` (§3).
-pub fn read_extent_header(
-    b: &[u8],
-    order: ByteOrder,
-    off: usize,
-    end: usize,
-) -> Result<ExtentHeader> {
-    let bad = |m: String| Error::new(ErrorClass::BadEnvelope, m).at_offset(off as u64);
-    if off.checked_add(28).is_none_or(|e| e > end) {
-        return Err(bad("an extent header runs past the end of the data".into()));
-    }
-    let h = &b[off..];
-    let cf = order.i32(&h[0..4]) as i64;
-    let cv = order.i32(&h[4..8]) as i64;
-    let n = order.i32(&h[8..12]) as i64;
-    let vs = order.i32(&h[12..16]) as i64;
-    if !(0..MAX_PART).contains(&cf) || !(0..MAX_PART).contains(&cv) {
-        return Err(bad(format!(
-            "compressed sizes {cf}/{cv} are outside 0..512 MiB"
-        )));
-    }
-    if n < 0 {
-        return Err(bad(format!("negative record count {n}")));
-    }
-    if vs < 4 {
-        return Err(bad(format!("variable-area size {vs} is below 4")));
-    }
-    let l = h[26] as usize;
-    if l == 0 {
-        return Err(bad("empty type name".into()));
-    }
-    let header_len = (28 + l).next_multiple_of(4);
-    if off + header_len > end {
-        return Err(bad(
-            "an extent's type name runs past the end of the data".into()
-        ));
-    }
-    let name = String::from_utf8_lossy(&h[28..28 + l]).into_owned();
-    let len = header_len + (cf as usize).next_multiple_of(4) + (cv as usize).next_multiple_of(4);
-    if off + len > end {
-        return Err(bad(format!(
-            "extent of type {name:?} ({len} bytes) runs past the end of the data at {end}"
-        )));
-    }
-    Ok(ExtentHeader {
-        offset: off as u64,
-        cf: cf as usize,
-        cv: cv as usize,
-        rows: n as usize,
-        vs: vs as usize,
-        adler: order.u32(&h[16..20]),
-        hash: order.u32(&h[20..24]),
-        mode_fixed: h[24],
-        mode_var: h[25],
-        type_name: name,
-        header_len,
-        len,
-    })
 }
 
 /// Sequential scan from `start` up to `end` (strict: every extent must be a known type).

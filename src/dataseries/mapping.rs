@@ -11,8 +11,8 @@ use arrow_array::{
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
+use super::byte_order::ByteOrder;
 use super::extent::{var_value, RawExtent};
-use super::file::ByteOrder;
 use super::types::{ExtentType, Kind, Relative};
 use crate::error::{Error, ErrorClass, Result};
 

@@ -12,8 +12,8 @@ use rayon::prelude::*;
 
 use super::buffers::SpareBuffers;
 use super::codec;
-use super::extent::{decode_raw_group, RawExtent};
-use super::file::{Checks, DsFile, ExtentHeader, OpenOptions};
+use super::extent::{decode_raw_group, Checks, ExtentHeader, RawExtent};
+use super::file::{DsFile, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
 use crate::error::{Error, ErrorClass, Result};

@@ -3,7 +3,6 @@
 //! index and trailer; the file appears at its path only when complete.
 
 mod extent;
-mod numbers;
 mod options;
 mod pack;
 mod schema;

@@ -7,8 +7,9 @@ use super::super::buffers::SpareBuffers;
 use super::super::codec::{self, Mode};
 use arrow_array::RecordBatch;
 
+use super::super::byte_order::ByteOrder;
+use super::super::extent::MAX_PART;
 use super::super::extent::{compact, partly_unpacked_hash_after_fixed, FIXED_HASH_INIT};
-use super::super::file::{ByteOrder, MAX_PART};
 use super::super::types::ExtentType;
 use super::pack::{pack, Packed};
 use crate::error::{Error, ErrorClass, Result};
