@@ -21,3 +21,5 @@ pub use mapping::Utf8Fields;
 pub use reader::{choose_type, fragments, DsReadOptions, Reader, ReaderBuilder};
 pub use types::{ExtentType, Kind};
 pub use writer::{DsWriteOptions, Writer, WriterOptions};
+
+crate::write::record_batch_writer!(Writer);

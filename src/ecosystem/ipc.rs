@@ -911,13 +911,10 @@ fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
     })
 }
 
-/// Walks the messages of an Arrow IPC stream, skipping their bodies.
+/// Walks the messages of an Arrow IPC stream file, skipping their bodies. It opens `path` as a
+/// file: its callers (inspect, the fragment listing) refuse standard input and other streams
+/// first.
 pub fn describe_stream(path: &Path) -> Result<IpcInfo> {
-    if crate::is_stdin(path) {
-        return Err(Error::invalid_argument(
-            "inspect reads a file; standard input (-) can only be converted or shown with head",
-        ));
-    }
     describe_stream_inner(path).map_err(|e| e.with_file(path))
 }
 

@@ -24,3 +24,5 @@ pub use set::{
     ReaderBuilder, SetColumn, SetInfo, Writer, WriterOptions, DEFAULT_CHUNK_SIZE, SET_FORMAT,
 };
 pub use vector::{VectorReader, VectorWriter, VECTOR_COLUMN};
+
+crate::write::record_batch_writer!(Writer, VectorWriter);
