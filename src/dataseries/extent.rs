@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use super::buffers::SpareBuffers;
 use super::byte_order::ByteOrder;
+use super::checksum;
 use super::codec::{self, Mode};
 use super::types::{ExtentType, Kind};
 use crate::error::{Error, ErrorClass, Result};
@@ -214,7 +215,7 @@ pub fn decode_raw<'a>(
 ) -> Result<RawExtent<'a>> {
     let raw = unpack_parts(b, h, t, checks, None)?;
     let fixed_hash = if checks.hash {
-        codec::lookup2(&raw.fixed, FIXED_HASH_INIT)
+        checksum::lookup2(&raw.fixed, FIXED_HASH_INIT)
     } else {
         0
     };
@@ -223,7 +224,7 @@ pub fn decode_raw<'a>(
 }
 
 /// [`decode_raw`] of several extents, one result each, decompressing into `spare`'s buffers:
-/// their fixed parts are hashed together, as lanes of [`codec::lookup2_many`], which takes a
+/// their fixed parts are hashed together, as lanes of [`checksum::lookup2_many`], which takes a
 /// fraction of the time of one hash after the other (each is a chain of dependent steps).
 pub(crate) fn decode_raw_group<'a>(
     b: &'a [u8],
@@ -239,7 +240,7 @@ pub(crate) fn decode_raw_group<'a>(
         .collect();
     let mut fixed_hashes = if checks.hash {
         let fixed: Vec<&[u8]> = raws.iter().flatten().map(|raw| &raw.fixed[..]).collect();
-        codec::lookup2_many(&fixed, FIXED_HASH_INIT).into_iter()
+        checksum::lookup2_many(&fixed, FIXED_HASH_INIT).into_iter()
     } else {
         Vec::new().into_iter()
     };
@@ -329,7 +330,7 @@ fn unpack_parts<'a>(
     let where_ = |m: String| extent_error(h, m);
     let ext = &b[h.offset as usize..h.offset as usize + h.len];
     if checks.adler {
-        let computed = codec::extent_adler32(ext);
+        let computed = checksum::extent_adler32(ext);
         if computed != h.adler {
             return Err(where_(format!(
                 "adler32 mismatch (stored {:08x}, computed {computed:08x})",
@@ -442,7 +443,7 @@ pub fn partly_unpacked_hash(
     var_body: &[u8],
     check: bool,
 ) -> Result<u32> {
-    let fixed_hash = codec::lookup2(fixed, FIXED_HASH_INIT);
+    let fixed_hash = checksum::lookup2(fixed, FIXED_HASH_INIT);
     partly_unpacked_hash_after_fixed(fixed_hash, order, var_body, check)
 }
 
@@ -458,7 +459,7 @@ pub fn partly_unpacked_hash_after_fixed(
     check: bool,
 ) -> Result<u32> {
     let entry = |m: String| Error::new(ErrorClass::BadValue, m);
-    let mut h = codec::lookup2_zero_prefixed(var_body, fixed_hash);
+    let mut h = checksum::lookup2_zero_prefixed(var_body, fixed_hash);
     let mut words: Vec<u8> = Vec::with_capacity(4096);
     let mut at = 0usize;
     while at < var_body.len() {
@@ -492,12 +493,12 @@ pub fn partly_unpacked_hash_after_fixed(
         }
         words.extend_from_slice(&var_body[at..at + 4]);
         if words.len() == 4096 {
-            h = codec::lookup2(&words, h);
+            h = checksum::lookup2(&words, h);
             words.clear();
         }
         at += step;
     }
-    Ok(codec::lookup2(&words, h))
+    Ok(checksum::lookup2(&words, h))
 }
 
 /// Fields of a type grouped for null compaction: (field index, class), in class then offset order.

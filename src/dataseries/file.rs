@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::byte_order::ByteOrder;
-use super::codec;
+use super::checksum;
 use super::extent::{decode_raw, read_extent_header, Checks, ExtentHeader, MAX_PART};
 use super::types::{ExtentType, INDEX_NAME, XMLTYPE_NAME};
 use crate::error::{Error, ErrorClass, Result};
@@ -295,7 +295,7 @@ pub fn read_trailer(b: &[u8], order: ByteOrder) -> Result<(usize, u64)> {
         return Err(bad("the index size and its complement disagree"));
     }
     let stored = order.u32(&t[24..28]);
-    let computed = codec::lookup2(&t[..24], 1776);
+    let computed = checksum::lookup2(&t[..24], 1776);
     if stored != computed {
         return Err(bad(&format!(
             "trailer hash mismatch (stored {stored:08x}, computed {computed:08x})"

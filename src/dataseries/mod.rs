@@ -5,6 +5,7 @@
 
 mod buffers;
 mod byte_order;
+pub mod checksum;
 pub mod codec;
 pub mod extent;
 pub mod file;
