@@ -2,7 +2,6 @@
 //! on the rayon pool and appended to the file in order, with `ArrowWriter`'s bytes.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -429,6 +428,8 @@ impl BatchWriter for Writer {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
+
     use super::super::{describe, open};
     use super::*;
     use crate::scan::ScanOptions;
