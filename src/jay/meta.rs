@@ -872,3 +872,55 @@ fn unknown_type(c: u8) -> Error {
         format!("type code {c} is not a Jay type (codes 0 to 13 are defined)"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffers(data: Option<u64>, strdata: Option<u64>) -> Buffers {
+        let at = |offset, length| BufferRange { offset, length };
+        Buffers {
+            validity: None,
+            data: data.map(|length| at(0, length)),
+            strdata: strdata.map(|length| at(64, length)),
+        }
+    }
+
+    #[test]
+    fn only_str64_may_keep_the_narrow_offsets_of_datatables_chunked_writer() {
+        // Three rows: four offsets, 16 bytes narrow, 32 wide.
+        let narrow = buffers(Some(16), Some(5));
+        match check_sizes(&JayType::Str64, Layout::New, 3, &narrow) {
+            Ok(Values::Strings(offsets)) => assert_eq!(offsets.width, 4),
+            _ => panic!("a Str64 column with 4-byte offsets is read"),
+        }
+        let wide = buffers(Some(32), Some(5));
+        match check_sizes(&JayType::Str64, Layout::New, 3, &wide) {
+            Ok(Values::Strings(offsets)) => assert_eq!(offsets.width, 8),
+            _ => panic!("a Str64 column with 8-byte offsets is read"),
+        }
+        let arrays = JayType::Arr64(Box::new(JayType::Int32));
+        let Err(e) = check_sizes(&arrays, Layout::New, 3, &narrow) else {
+            panic!("an Arr64 column with 4-byte offsets is refused");
+        };
+        assert_eq!(e.class(), ErrorClass::BufferSize);
+        assert!(
+            e.to_string()
+                .contains("the offsets buffer is 16 bytes; 3 rows need 32"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn offsets_without_a_data_buffer_are_a_size_error() {
+        let Err(e) = check_sizes(&JayType::Str32, Layout::Old, 3, &buffers(None, Some(5))) else {
+            panic!("a string column without offsets is refused");
+        };
+        assert_eq!(e.class(), ErrorClass::BufferSize);
+        assert!(
+            e.to_string()
+                .contains("the offsets buffer is 0 bytes; 3 rows need 16"),
+            "{e}"
+        );
+    }
+}
