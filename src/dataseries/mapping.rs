@@ -520,3 +520,38 @@ fn cast_to_hint(arr: ArrayRef, target: &DataType, f: &super::types::Field) -> Re
 fn is_utf8_type(t: &DataType) -> bool {
     matches!(t, DataType::Utf8)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    #[test]
+    fn a_numeric_column_left_unpacked_is_an_error_naming_its_field() {
+        let t = Arc::new(
+            ExtentType::parse(
+                "<ExtentType name=\"t\">\n  <field type=\"int32\" name=\"n\" />\n</ExtentType>\n",
+            )
+            .unwrap(),
+        );
+        let raw = RawExtent {
+            rows: 2,
+            fixed: Cow::Owned(vec![0; 2 * t.record_size]),
+            var: Cow::Owned(Vec::new()),
+        };
+        let mut decoder = Decoder::new(
+            Arc::clone(&t),
+            ByteOrder::Little,
+            &Utf8Fields::default(),
+            vec![0],
+            true,
+        );
+        assert_eq!(decoder.decode(&raw).unwrap()[0].len(), 2);
+        // `Decoder::new` marks every output field needed; were one not, it would be an error.
+        decoder.needed[t.visible[0]] = false;
+        let e = decoder.decode(&raw).unwrap_err();
+        assert_eq!(e.field(), Some("n"), "{e}");
+        assert!(e.to_string().contains("was not unpacked"), "{e}");
+    }
+}
