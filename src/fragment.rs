@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::options::{FormatOptions, ReadOptions};
-use crate::scan::{FragmentRange, FragmentSpan};
+use crate::scan::{whole, FragmentRange, FragmentSpan};
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
 
 /// One independently readable piece of an input.
@@ -132,17 +132,6 @@ fn list(
         Format::FiloVector => Ok(vec![whole(path, None)?]),
         other => ecosystem::fragments(path, other, target_rows),
     }
-}
-
-/// The one fragment of an input read whole, with its rows when they are known.
-pub(crate) fn whole(path: &Path, rows: Option<u64>) -> Result<FragmentSpan> {
-    let bytes = std::fs::metadata(path)?.len();
-    Ok(FragmentSpan {
-        range: FragmentRange::Whole,
-        rows: rows.unwrap_or(0),
-        rows_exact: rows.is_some(),
-        bytes,
-    })
 }
 
 /// Opens one fragment: its format and format settings come from the fragment, the batch

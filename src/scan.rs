@@ -302,6 +302,18 @@ pub fn group_units(
     spans
 }
 
+/// The one fragment of an input read whole (an Arrow IPC stream, CSV, NDJSON, a bare Filo
+/// vector), with its rows when they are known.
+pub(crate) fn whole(path: &std::path::Path, rows: Option<u64>) -> Result<FragmentSpan> {
+    let bytes = std::fs::metadata(path)?.len();
+    Ok(FragmentSpan {
+        range: FragmentRange::Whole,
+        rows: rows.unwrap_or(0),
+        rows_exact: rows.is_some(),
+        bytes,
+    })
+}
+
 /// Splits rows `0..total` into row ranges of about `target_rows`, aligned to multiples of
 /// `grid` (1 for any row), each `bytes_of(start, end)` bytes.
 pub fn split_rows(

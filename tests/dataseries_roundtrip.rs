@@ -625,7 +625,7 @@ fn projection_limit_and_batch_size_across_extents_of_a_packed_type() {
 /// falls in its group, and salvage skips exactly that extent.
 #[test]
 fn a_hash_mismatch_is_found_in_its_own_extent_among_extents_hashed_together() {
-    use arrowsmith::dataseries::{codec, DsFile};
+    use arrowsmith::dataseries::{checksum, DsFile};
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("many.ds");
@@ -657,7 +657,7 @@ fn a_hash_mismatch_is_found_in_its_own_extent_among_extents_hashed_together() {
         bytes[at] += 1;
         bytes[at + 1] -= 2;
         bytes[at + 2] += 1;
-        let extent = |b: &[u8]| codec::extent_adler32(&b[h.offset as usize..][..h.len]);
+        let extent = |b: &[u8]| checksum::extent_adler32(&b[h.offset as usize..][..h.len]);
         assert_eq!(
             extent(&bytes),
             extent(&original),

@@ -199,7 +199,7 @@ fn head_reads_one_type() {
 /// One little-endian extent of uncompressed parts (spec §3): `fixed`, and the variable area
 /// after its four leading zero bytes, with its adler32 and hash (§12) filled in.
 fn ds_extent(type_name: &str, records: i32, fixed: &[u8], var: &[u8]) -> Vec<u8> {
-    use arrowsmith::dataseries::codec::{extent_adler32, lookup2};
+    use arrowsmith::dataseries::checksum::{extent_adler32, lookup2};
     let round4 = |n: usize| n.div_ceil(4) * 4;
     let mut e = Vec::new();
     for word in [
@@ -251,7 +251,7 @@ fn ds_entries(values: &[&[u8]]) -> (Vec<u8>, Vec<i32>) {
 /// A DataSeries file of one type without fields, `Test::NoFields`, and one extent of it that
 /// claims `records` records: rows that take no bytes, which the format allows.
 fn ds_fieldless_file(records: i32) -> Vec<u8> {
-    use arrowsmith::dataseries::codec::lookup2;
+    use arrowsmith::dataseries::checksum::lookup2;
     let mut file = b"DSv1".to_vec();
     file.extend(0x1234_5678i32.to_le_bytes());
     file.extend(0x1234_5678_9ABC_DEF0i64.to_le_bytes());

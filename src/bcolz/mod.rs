@@ -22,6 +22,8 @@ pub use reader::{fragments, schema_of, Reader, ReaderBuilder};
 pub(crate) use writer::DATASET;
 pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};
 
+crate::write::record_batch_writer!(Writer, Appender);
+
 /// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).
 pub fn open_info(path: impl AsRef<std::path::Path>) -> crate::Result<DatasetInfo> {
     meta::open(path.as_ref(), None)

@@ -11,7 +11,8 @@ use arrow_array::{
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
-use super::file::{var_value, ByteOrder, RawExtent};
+use super::byte_order::ByteOrder;
+use super::extent::{var_value, RawExtent};
 use super::types::{ExtentType, Kind, Relative};
 use crate::error::{Error, ErrorClass, Result};
 
@@ -257,9 +258,8 @@ impl Decoder {
     pub fn decode(&self, raw: &RawExtent) -> Result<Vec<ArrayRef>> {
         let t = &*self.t;
         let rs = t.record_size;
-        let n = raw.rows;
         let fixed: &[u8] = &raw.fixed;
-        debug_assert_eq!(fixed.len(), n * rs);
+        debug_assert_eq!(fixed.len(), raw.rows * rs);
         // Null flags (set = null) of every needed nullable field.
         let nulls: Vec<Option<BooleanBuffer>> = t
             .fields
@@ -270,9 +270,29 @@ impl Decoder {
                 Some(flag_bits(fixed, rs, nf.offset, nf.mask))
             })
             .collect();
+        let mut nums = self.unpack_numbers(fixed, &nulls);
+
+        let mut out = Vec::with_capacity(self.columns.len());
+        for (pos, &c) in self.columns.iter().enumerate() {
+            let i = t.visible[c];
+            let f = &t.fields[i];
+            let validity = nulls[i].as_ref().map(|nb| NullBuffer::new(!nb));
+            let target = self.schema.field(pos).data_type();
+            let arr = match nums[i].take() {
+                Some(num) => number_array(f, num, validity),
+                None => self.other_array(raw, f, nulls[i].as_ref(), target, validity)?,
+            };
+            out.push(cast_to_hint(arr, target, f)?);
+        }
+        Ok(out)
+    }
+
+    /// The values of every needed numeric field, unpacked in XML order (§10.2): scaled, then
+    /// self-relative fields summed, then other-relative fields added to their base.
+    fn unpack_numbers(&self, fixed: &[u8], nulls: &[Option<BooleanBuffer>]) -> Vec<Option<Num>> {
+        let t = &*self.t;
         // Rows whose relative unpacking is skipped: the nulls, when nulls are compacted.
         let skip = |i: usize| nulls[i].as_ref().filter(|_| t.null_compact);
-        // Unpack every needed numeric field, in XML order (§10.2).
         let mut nums: Vec<Option<Num>> = t
             .fields
             .iter()
@@ -301,116 +321,69 @@ impl Decoder {
                 None => {}
             }
         }
-        // 3. other-relative, forward.
+        // 3. other-relative, forward. The type parser makes the base an earlier field of the
+        // same kind, and `Decoder::new` marks the base of a needed field needed.
         for (i, f) in t.fields.iter().enumerate() {
             let Some(Relative::Other(b)) = f.relative else {
                 continue;
             };
-            if nums[i].is_none() || b == i {
+            if b >= i {
                 continue;
             }
-            let base = nums[b].take().expect("bases are unpacked");
-            match (nums[i].as_mut().expect("present"), &base) {
-                (Num::I32(v), Num::I32(bv)) => add_base(v, bv, skip(i), i32::wrapping_add),
-                (Num::I64(v), Num::I64(bv)) => add_base(v, bv, skip(i), i64::wrapping_add),
-                (Num::F64(v), Num::F64(bv)) => add_base(v, bv, skip(i), |x, b| x + b),
-                _ => unreachable!("relative fields have the base's type"),
+            let (earlier, rest) = nums.split_at_mut(i);
+            match (&mut rest[0], &earlier[b]) {
+                (Some(Num::I32(v)), Some(Num::I32(bv))) => {
+                    add_base(v, bv, skip(i), i32::wrapping_add)
+                }
+                (Some(Num::I64(v)), Some(Num::I64(bv))) => {
+                    add_base(v, bv, skip(i), i64::wrapping_add)
+                }
+                (Some(Num::F64(v)), Some(Num::F64(bv))) => add_base(v, bv, skip(i), |x, b| x + b),
+                _ => {}
             }
-            nums[b] = Some(base);
         }
+        nums
+    }
 
-        let mut out = Vec::with_capacity(self.columns.len());
-        for (pos, &c) in self.columns.iter().enumerate() {
-            let i = t.visible[c];
-            let f = &t.fields[i];
-            let validity = nulls[i].as_ref().map(|nb| NullBuffer::new(!nb));
-            let target = self.schema.field(pos).data_type().clone();
-            let arr: ArrayRef = match f.kind {
-                Kind::Bool => Arc::new(BooleanArray::new(
-                    flag_bits(fixed, rs, f.offset, f.mask),
+    /// A column of a field that is not unpacked as a number: bits, bytes, fixed-width bytes or
+    /// variable32 values.
+    fn other_array(
+        &self,
+        raw: &RawExtent,
+        f: &super::types::Field,
+        nulls: Option<&BooleanBuffer>,
+        target: &DataType,
+        validity: Option<NullBuffer>,
+    ) -> Result<ArrayRef> {
+        let rs = self.t.record_size;
+        let fixed: &[u8] = &raw.fixed;
+        Ok(match f.kind {
+            Kind::Bool => Arc::new(BooleanArray::new(
+                flag_bits(fixed, rs, f.offset, f.mask),
+                validity,
+            )),
+            Kind::Byte => Arc::new(UInt8Array::new(
+                column(fixed, rs, f.offset, u8::from_ne_bytes).into(),
+                validity,
+            )),
+            Kind::FixedWidth(w) => {
+                let mut vals = Vec::with_capacity(raw.rows * w);
+                for rec in fixed.chunks_exact(rs) {
+                    vals.extend_from_slice(&rec[f.offset..f.offset + w]);
+                }
+                Arc::new(FixedSizeBinaryArray::new(
+                    w as i32,
+                    Buffer::from_vec(vals),
                     validity,
-                )),
-                Kind::Byte => Arc::new(UInt8Array::new(
-                    column(fixed, rs, f.offset, u8::from_ne_bytes).into(),
-                    validity,
-                )),
-                Kind::FixedWidth(w) => {
-                    let mut vals = Vec::with_capacity(n * w);
-                    for rec in fixed.chunks_exact(rs) {
-                        vals.extend_from_slice(&rec[f.offset..f.offset + w]);
-                    }
-                    Arc::new(FixedSizeBinaryArray::new(
-                        w as i32,
-                        Buffer::from_vec(vals),
-                        validity,
-                    ))
-                }
-                Kind::Int32 => {
-                    let Some(Num::I32(v)) = nums[i].take() else {
-                        unreachable!()
-                    };
-                    Arc::new(Int32Array::new(ScalarBuffer::from(v), validity))
-                }
-                Kind::Int64 => {
-                    let Some(Num::I64(v)) = nums[i].take() else {
-                        unreachable!()
-                    };
-                    let v = ScalarBuffer::from(v);
-                    match timestamp_unit(f) {
-                        Some(u) => {
-                            let tz = Some("UTC");
-                            match u {
-                                arrow_schema::TimeUnit::Second => Arc::new(
-                                    TimestampSecondArray::new(v, validity).with_timezone_opt(tz),
-                                ),
-                                arrow_schema::TimeUnit::Millisecond => Arc::new(
-                                    TimestampMillisecondArray::new(v, validity)
-                                        .with_timezone_opt(tz),
-                                ),
-                                arrow_schema::TimeUnit::Microsecond => Arc::new(
-                                    TimestampMicrosecondArray::new(v, validity)
-                                        .with_timezone_opt(tz),
-                                ),
-                                arrow_schema::TimeUnit::Nanosecond => Arc::new(
-                                    TimestampNanosecondArray::new(v, validity)
-                                        .with_timezone_opt(tz),
-                                ),
-                            }
-                        }
-                        None => Arc::new(Int64Array::new(v, validity)),
-                    }
-                }
-                Kind::Double => {
-                    let Some(Num::F64(mut v)) = nums[i].take() else {
-                        unreachable!()
-                    };
-                    if let Some(b) = f.doublebase {
-                        v.iter_mut().for_each(|x| *x += b);
-                    }
-                    Arc::new(Float64Array::new(ScalarBuffer::from(v), validity))
-                }
-                Kind::Variable32 => {
-                    self.variable32(raw, f, nulls[i].as_ref(), &target, validity)?
-                }
-            };
-            let arr = if arr.data_type() != &target {
-                let opts = arrow::compute::CastOptions {
-                    safe: false,
-                    ..Default::default()
-                };
-                arrow::compute::cast_with_options(&arr, &target, &opts).map_err(|e| {
-                    Error::new(
-                        ErrorClass::ValueOutOfRange,
-                        format!("value does not fit the hinted type {target}: {e}"),
-                    )
-                    .with_field(f.name.clone())
-                })?
-            } else {
-                arr
-            };
-            out.push(arr);
-        }
-        Ok(out)
+                ))
+            }
+            Kind::Variable32 => self.variable32(raw, f, nulls, target, validity)?,
+            Kind::Int32 | Kind::Int64 | Kind::Double => return Err(Error::new(
+                ErrorClass::BadMeta,
+                "a numeric field was not unpacked; this is a bug in arrowsmith, please report it",
+            )
+            .with_field(f.name.clone())),
+        })
     }
 
     /// A variable32 column: each row's value copied once, from the variable area into the
@@ -493,6 +466,92 @@ impl Decoder {
     }
 }
 
+/// The column of an unpacked numeric field: Int64 fields with a time unit become UTC
+/// timestamps, doubles get their `doublebase` added.
+fn number_array(f: &super::types::Field, num: Num, validity: Option<NullBuffer>) -> ArrayRef {
+    match num {
+        Num::I32(v) => Arc::new(Int32Array::new(ScalarBuffer::from(v), validity)),
+        Num::I64(v) => {
+            let v = ScalarBuffer::from(v);
+            let tz = Some("UTC");
+            match timestamp_unit(f) {
+                Some(TimeUnit::Second) => {
+                    Arc::new(TimestampSecondArray::new(v, validity).with_timezone_opt(tz))
+                }
+                Some(TimeUnit::Millisecond) => {
+                    Arc::new(TimestampMillisecondArray::new(v, validity).with_timezone_opt(tz))
+                }
+                Some(TimeUnit::Microsecond) => {
+                    Arc::new(TimestampMicrosecondArray::new(v, validity).with_timezone_opt(tz))
+                }
+                Some(TimeUnit::Nanosecond) => {
+                    Arc::new(TimestampNanosecondArray::new(v, validity).with_timezone_opt(tz))
+                }
+                None => Arc::new(Int64Array::new(v, validity)),
+            }
+        }
+        Num::F64(mut v) => {
+            if let Some(b) = f.doublebase {
+                v.iter_mut().for_each(|x| *x += b);
+            }
+            Arc::new(Float64Array::new(ScalarBuffer::from(v), validity))
+        }
+    }
+}
+
+/// The column cast to the type its field's hint asks for; a value that does not fit fails.
+fn cast_to_hint(arr: ArrayRef, target: &DataType, f: &super::types::Field) -> Result<ArrayRef> {
+    if arr.data_type() == target {
+        return Ok(arr);
+    }
+    let opts = arrow::compute::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    arrow::compute::cast_with_options(&arr, target, &opts).map_err(|e| {
+        Error::new(
+            ErrorClass::ValueOutOfRange,
+            format!("value does not fit the hinted type {target}: {e}"),
+        )
+        .with_field(f.name.clone())
+    })
+}
+
 fn is_utf8_type(t: &DataType) -> bool {
     matches!(t, DataType::Utf8)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    #[test]
+    fn a_numeric_column_left_unpacked_is_an_error_naming_its_field() {
+        let t = Arc::new(
+            ExtentType::parse(
+                "<ExtentType name=\"t\">\n  <field type=\"int32\" name=\"n\" />\n</ExtentType>\n",
+            )
+            .unwrap(),
+        );
+        let raw = RawExtent {
+            rows: 2,
+            fixed: Cow::Owned(vec![0; 2 * t.record_size]),
+            var: Cow::Owned(Vec::new()),
+        };
+        let mut decoder = Decoder::new(
+            Arc::clone(&t),
+            ByteOrder::Little,
+            &Utf8Fields::default(),
+            vec![0],
+            true,
+        );
+        assert_eq!(decoder.decode(&raw).unwrap()[0].len(), 2);
+        // `Decoder::new` marks every output field needed; were one not, it would be an error.
+        decoder.needed[t.visible[0]] = false;
+        let e = decoder.decode(&raw).unwrap_err();
+        assert_eq!(e.field(), Some("n"), "{e}");
+        assert!(e.to_string().contains("was not unpacked"), "{e}");
+    }
 }

@@ -4,16 +4,23 @@
 #![doc = include_str!("../../docs/dataseries.md")]
 
 mod buffers;
+mod byte_order;
+pub mod checksum;
 pub mod codec;
+pub mod extent;
 pub mod file;
 pub mod mapping;
 mod reader;
 pub mod types;
 mod writer;
 
+pub use byte_order::ByteOrder;
 pub use codec::Mode;
-pub use file::{ByteOrder, DsFile, ExtentHeader, OpenOptions};
+pub use extent::{Checks, ExtentHeader};
+pub use file::{DsFile, OpenOptions};
 pub use mapping::Utf8Fields;
 pub use reader::{choose_type, fragments, DsReadOptions, Reader, ReaderBuilder};
 pub use types::{ExtentType, Kind};
 pub use writer::{DsWriteOptions, Writer, WriterOptions};
+
+crate::write::record_batch_writer!(Writer);

@@ -11,8 +11,9 @@ use arrow_schema::{ArrowError, SchemaRef};
 use rayon::prelude::*;
 
 use super::buffers::SpareBuffers;
-use super::codec;
-use super::file::{decode_raw_group, Checks, DsFile, ExtentHeader, OpenOptions, RawExtent};
+use super::checksum;
+use super::extent::{decode_raw_group, Checks, ExtentHeader, RawExtent};
+use super::file::{DsFile, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
 use super::types::ExtentType;
 use crate::error::{Error, ErrorClass, Result};
@@ -301,7 +302,7 @@ impl ExtentJob {
 }
 
 /// The most extents a job decodes: the lanes of one vectorised lookup2 of their fixed parts.
-const MAX_GROUP: usize = codec::LOOKUP2_LANES;
+const MAX_GROUP: usize = checksum::LOOKUP2_LANES;
 
 /// The most bytes (fixed and variable parts unpacked) a group of more than one extent holds:
 /// eight of the usual 1 MiB extents, fewer of larger ones, so that memory stays bounded.

@@ -3,7 +3,6 @@
 //! index and trailer; the file appears at its path only when complete.
 
 mod extent;
-mod numbers;
 mod options;
 mod pack;
 mod schema;
@@ -24,7 +23,8 @@ pub use self::options::{DsWriteOptions, WriterOptions};
 use self::schema::{canonical, check_writable, resolve_type};
 use self::variable::VarSlice;
 use super::buffers::SpareBuffers;
-use super::codec::{self, Mode};
+use super::checksum;
+use super::codec::Mode;
 use super::file::HEADER_LEN;
 use super::types::{ExtentType, Kind, INDEX_NAME};
 use crate::atomic::{StreamOutput, SINK_NAME};
@@ -214,7 +214,7 @@ impl Writer {
         extent.write_to(file.unbuffered()?)?;
         self.index.push((self.offset, name.to_string()));
         let (mut a, mut b, mut c) = (extent.check, self.chain, 1972u32);
-        codec::mix(&mut a, &mut b, &mut c);
+        checksum::mix(&mut a, &mut b, &mut c);
         self.chain = c;
         self.offset += extent.len();
         extent.recycle(&self.spare);
@@ -418,7 +418,7 @@ impl Writer {
         tr.extend_from_slice(&order.put_u32(!(plen as u32)));
         tr.extend_from_slice(&order.put_u32(self.chain));
         tr.extend_from_slice(&order.put_u64(index_offset));
-        let h = codec::lookup2(&tr, 1776);
+        let h = checksum::lookup2(&tr, 1776);
         tr.extend_from_slice(&order.put_u32(h));
         let mut file = self.file.take().expect("open");
         file.unbuffered()?.write_all(&tr)?;

@@ -27,7 +27,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::format::Format;
 use crate::options::WriteOptions;
 use crate::scan::ScanOptions;
-use crate::scan::{group_units, FragmentRange, FragmentSpan, Unit};
+use crate::scan::{group_units, whole, FragmentRange, FragmentSpan, Unit};
 use crate::write::BatchWriter;
 
 /// How many records the CSV and NDJSON readers look at to infer a schema.
@@ -87,9 +87,9 @@ pub fn fragments(path: &Path, format: Format, target_rows: usize) -> Result<Vec<
         }
         Format::ArrowStream => {
             let info = ipc::describe_stream(path)?;
-            vec![crate::fragment::whole(path, Some(info.num_rows))?]
+            vec![whole(path, Some(info.num_rows))?]
         }
-        Format::Csv | Format::Ndjson => vec![crate::fragment::whole(path, None)?],
+        Format::Csv | Format::Ndjson => vec![whole(path, None)?],
         other => return Err(not_ecosystem(other).with_file(path)),
     };
     Ok(spans)
@@ -361,6 +361,8 @@ macro_rules! sink_constructor {
     };
 }
 pub(crate) use sink_constructor;
+
+crate::write::record_batch_writer!(parquet::Writer, ipc::Writer, csv::Writer, ndjson::Writer);
 
 #[cfg(test)]
 mod tests {

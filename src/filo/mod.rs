@@ -41,3 +41,5 @@ pub use set::{
 };
 pub use vector::{VectorReader, VectorReaderBuilder, VectorWriter, VECTOR_COLUMN};
 pub use writer::{Writer, WriterOptions};
+
+crate::write::record_batch_writer!(Writer, VectorWriter);

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::dataseries::codec::mode_name;
-use crate::dataseries::file::{decode_raw, Checks};
+use crate::dataseries::extent::{decode_raw, Checks};
 use crate::dataseries::{DsFile, ExtentType, OpenOptions};
 
 use super::{Structure, TextTable};

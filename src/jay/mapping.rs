@@ -47,6 +47,29 @@ pub enum JayType {
     Arr64(Box<JayType>),
 }
 
+/// How a Jay type lays its values out (spec A2): what the meta verifier checks sizes against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Storage<'a> {
+    /// No buffers: every row is NA.
+    Void,
+    /// One byte per row, or one bit when copied from Arrow (see `ColumnInfo::bool_packed`).
+    Bool,
+    /// This many bytes per row.
+    Fixed(usize),
+    /// `nrows + 1` offsets of this width into a buffer of UTF-8 bytes.
+    Strings {
+        /// The width the type names; datatable also stores Str64 with 4-byte offsets.
+        offset_width: u8,
+    },
+    /// `nrows + 1` offsets of this width into a child column of `element`.
+    Arrays {
+        /// The type of the child column.
+        element: &'a JayType,
+        /// Bytes per offset.
+        offset_width: u8,
+    },
+}
+
 /// The type codes of datatable's `SType` enum, as stored in the file.
 pub mod code {
     /// Code of [`JayType::Bool8`](super::JayType::Bool8).
@@ -116,6 +139,28 @@ impl JayType {
             JayType::Void0 => code::VOID0,
             JayType::Arr32(_) => code::ARR32,
             JayType::Arr64(_) => code::ARR64,
+        }
+    }
+
+    /// How a column of the type lays its values out in its buffers.
+    pub(crate) fn storage(&self) -> Storage<'_> {
+        match self {
+            JayType::Void0 => Storage::Void,
+            JayType::Bool8 => Storage::Bool,
+            JayType::Int8 => Storage::Fixed(1),
+            JayType::Int16 => Storage::Fixed(2),
+            JayType::Int32 | JayType::Float32 | JayType::Date32 => Storage::Fixed(4),
+            JayType::Int64 | JayType::Float64 | JayType::Time64 => Storage::Fixed(8),
+            JayType::Str32 => Storage::Strings { offset_width: 4 },
+            JayType::Str64 => Storage::Strings { offset_width: 8 },
+            JayType::Arr32(element) => Storage::Arrays {
+                element,
+                offset_width: 4,
+            },
+            JayType::Arr64(element) => Storage::Arrays {
+                element,
+                offset_width: 8,
+            },
         }
     }
 

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::gen::jay as fb;
-use super::mapping::{code, JayType};
+use super::mapping::{code, JayType, Storage};
 use crate::error::{Error, ErrorClass, Result};
 
 /// Bytes of the header (`JAY1 00 00 00 00`); buffer offsets count from here.
@@ -137,111 +137,21 @@ pub(crate) type DroppedColumn = (usize, Option<String>, Error);
 /// is left out (and returned) instead of failing the file. What concerns the whole file (the
 /// envelope, the meta record, the row count) still fails it.
 pub(crate) fn parse_with(bytes: &[u8], salvage: bool) -> Result<(FrameInfo, Vec<DroppedColumn>)> {
-    let size = bytes.len() as u64;
-    if size < 24 {
-        return Err(err(
-            ErrorClass::TooSmall,
-            format!("the file is {size} bytes; a Jay file has at least 24"),
-        ));
-    }
-    if &bytes[..3] != b"JAY" {
-        return Err(err(
-            ErrorClass::BadSignature,
-            format!("the first bytes are {:?}, not \"JAY\"", show(&bytes[..4])),
-        )
-        .at_offset(0));
-    }
-    let tail = &bytes[bytes.len() - 4..];
-    let legacy_trailer = tail == b"JAY1";
-    if &tail[1..] != b"JAY" && !legacy_trailer {
-        return Err(err(
-            ErrorClass::BadSignature,
-            format!(
-                "the file ends in {:?}, not \"1JAY\": it is truncated or not a Jay file",
-                show(tail)
-            ),
-        )
-        .at_offset(size - 4));
-    }
-    if &bytes[..8] != HEADER {
-        return Err(err(
-            ErrorClass::UnsupportedVersion,
-            format!(
-                "the header is {:?}; only \"JAY1\" followed by four zero bytes is defined",
-                show(&bytes[..8])
-            ),
-        )
-        .at_offset(0));
-    }
-    if size % 8 != 0 {
-        return Err(err(
-            ErrorClass::BadEnvelope,
-            format!("the file size {size} is not a multiple of 8"),
-        ));
-    }
-    let meta_size = read_u64(bytes, bytes.len() - 16);
-    if meta_size > size - 24 {
-        return Err(err(
-            ErrorClass::BadEnvelope,
-            format!("meta_size is {meta_size} but the file has only {size} bytes"),
-        )
-        .with_field("meta_size")
-        .at_offset(size - 16));
-    }
-    if meta_size % 8 != 0 {
-        return Err(err(
-            ErrorClass::BadEnvelope,
-            format!("meta_size {meta_size} is not a multiple of 8"),
-        )
-        .with_field("meta_size")
-        .at_offset(size - 16));
-    }
-    let meta_start = size - FOOTER_LEN - meta_size;
-    let data_size = meta_start - HEADER_LEN;
-    let meta = &bytes[meta_start as usize..(meta_start + meta_size) as usize];
-
-    let options = flatbuffers::VerifierOptions {
-        max_depth: 64,
-        max_tables: meta.len() / 4 + 1,
-        max_apparent_size: usize::MAX / 2,
-        ignore_missing_null_terminator: false,
-    };
-    let frame = fb::root_as_frame_with_opts(&options, meta).map_err(|e| {
-        let class = match e {
-            flatbuffers::InvalidFlatbuffer::Utf8Error { .. } => ErrorClass::InvalidUtf8,
-            _ => ErrorClass::BadMeta,
-        };
-        // The verifier's trace spans lines and counts from the start of the meta.
-        let detail = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
-        err(
-            class,
-            format!("the meta record is not a valid Jay Frame ({detail}; positions count from the meta's start)"),
-        )
-        .at_offset(meta_start)
-    })?;
-
+    let envelope = Envelope::check(bytes)?;
+    let meta_end = envelope.meta_start + envelope.meta_size;
+    let meta = &bytes[envelope.meta_start as usize..meta_end as usize];
+    let frame = verify_frame(meta, envelope.meta_start)?;
     let ctx = MetaContext {
         meta,
-        meta_start,
-        data_size,
+        meta_start: envelope.meta_start,
+        data_size: envelope.data_size,
         file: bytes,
     };
 
     let columns = frame.columns().ok_or_else(|| {
         err(ErrorClass::MissingField, "the Frame has no columns vector").with_field("Frame.columns")
     })?;
-    let mut dropped: Vec<DroppedColumn> = Vec::new();
-    for (i, col) in columns.iter().enumerate() {
-        if col.name().is_none() {
-            let e = err(ErrorClass::MissingField, "the column has no name")
-                .with_column(i, None)
-                .with_field("Column.name");
-            if !salvage {
-                return Err(e);
-            }
-            dropped.push((i, None, e));
-        }
-    }
+    let mut dropped = unnamed_columns(columns, salvage)?;
     let nkeys = frame.nkeys();
     if nkeys < 0 || nkeys as usize > columns.len() {
         return Err(err(
@@ -280,12 +190,138 @@ pub(crate) fn parse_with(bytes: &[u8], salvage: bool) -> Result<(FrameInfo, Vec<
         ncols_stored: frame.ncols(),
         nkeys,
         columns: infos,
-        file_size: size,
-        data_size,
-        meta_size,
-        legacy_trailer,
+        file_size: bytes.len() as u64,
+        data_size: envelope.data_size,
+        meta_size: envelope.meta_size,
+        legacy_trailer: envelope.legacy_trailer,
     };
     Ok((info, dropped))
+}
+
+/// Where the sections of a Jay file lie, as its header, trailer and `meta_size` say.
+struct Envelope {
+    /// File offset of the meta record.
+    meta_start: u64,
+    meta_size: u64,
+    /// Length of the data section, from byte 8 to the meta record.
+    data_size: u64,
+    /// The file ends in the 2018 trailer `00 00 00 00 "JAY1"`.
+    legacy_trailer: bool,
+}
+
+impl Envelope {
+    /// Checks the signature, the version and the framing sizes (spec B1 steps 1–2).
+    fn check(bytes: &[u8]) -> Result<Envelope> {
+        let size = bytes.len() as u64;
+        if size < 24 {
+            return Err(err(
+                ErrorClass::TooSmall,
+                format!("the file is {size} bytes; a Jay file has at least 24"),
+            ));
+        }
+        if &bytes[..3] != b"JAY" {
+            return Err(err(
+                ErrorClass::BadSignature,
+                format!("the first bytes are {:?}, not \"JAY\"", show(&bytes[..4])),
+            )
+            .at_offset(0));
+        }
+        let tail = &bytes[bytes.len() - 4..];
+        let legacy_trailer = tail == b"JAY1";
+        if &tail[1..] != b"JAY" && !legacy_trailer {
+            return Err(err(
+                ErrorClass::BadSignature,
+                format!(
+                    "the file ends in {:?}, not \"1JAY\": it is truncated or not a Jay file",
+                    show(tail)
+                ),
+            )
+            .at_offset(size - 4));
+        }
+        if &bytes[..8] != HEADER {
+            return Err(err(
+                ErrorClass::UnsupportedVersion,
+                format!(
+                    "the header is {:?}; only \"JAY1\" followed by four zero bytes is defined",
+                    show(&bytes[..8])
+                ),
+            )
+            .at_offset(0));
+        }
+        if size % 8 != 0 {
+            return Err(err(
+                ErrorClass::BadEnvelope,
+                format!("the file size {size} is not a multiple of 8"),
+            ));
+        }
+        let meta_size = read_u64(bytes, bytes.len() - 16);
+        let bad_meta_size = |message: String| {
+            err(ErrorClass::BadEnvelope, message)
+                .with_field("meta_size")
+                .at_offset(size - 16)
+        };
+        if meta_size > size - 24 {
+            return Err(bad_meta_size(format!(
+                "meta_size is {meta_size} but the file has only {size} bytes"
+            )));
+        }
+        if meta_size % 8 != 0 {
+            return Err(bad_meta_size(format!(
+                "meta_size {meta_size} is not a multiple of 8"
+            )));
+        }
+        let meta_start = size - FOOTER_LEN - meta_size;
+        Ok(Envelope {
+            meta_start,
+            meta_size,
+            data_size: meta_start - HEADER_LEN,
+            legacy_trailer,
+        })
+    }
+}
+
+/// The meta record as a FlatBuffers `Frame`, verified so that reading it cannot go out of
+/// bounds (spec B1 step 3).
+fn verify_frame(meta: &[u8], meta_start: u64) -> Result<fb::Frame<'_>> {
+    let options = flatbuffers::VerifierOptions {
+        max_depth: 64,
+        max_tables: meta.len() / 4 + 1,
+        max_apparent_size: usize::MAX / 2,
+        ignore_missing_null_terminator: false,
+    };
+    fb::root_as_frame_with_opts(&options, meta).map_err(|e| {
+        let class = match e {
+            flatbuffers::InvalidFlatbuffer::Utf8Error { .. } => ErrorClass::InvalidUtf8,
+            _ => ErrorClass::BadMeta,
+        };
+        // The verifier's trace spans lines and counts from the start of the meta.
+        let detail = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        err(
+            class,
+            format!("the meta record is not a valid Jay Frame ({detail}; positions count from the meta's start)"),
+        )
+        .at_offset(meta_start)
+    })
+}
+
+/// The columns without a name: an error, or under `salvage` the columns to leave out.
+fn unnamed_columns(
+    columns: flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<fb::Column<'_>>>,
+    salvage: bool,
+) -> Result<Vec<DroppedColumn>> {
+    let mut dropped = Vec::new();
+    for (i, col) in columns.iter().enumerate() {
+        if col.name().is_none() {
+            let e = err(ErrorClass::MissingField, "the column has no name")
+                .with_column(i, None)
+                .with_field("Column.name");
+            if !salvage {
+                return Err(e);
+            }
+            dropped.push((i, None, e));
+        }
+    }
+    Ok(dropped)
 }
 
 fn show(bytes: &[u8]) -> String {
@@ -301,213 +337,31 @@ enum Rows {
     Child(u64),
 }
 
-struct MetaContext<'a> {
-    meta: &'a [u8],
-    meta_start: u64,
-    data_size: u64,
-    file: &'a [u8],
+/// The buffers a column names, each present only when the column's type uses it.
+#[derive(Clone, Copy)]
+struct Buffers {
+    /// A non-empty validity bitmap (new layout only).
+    validity: Option<BufferRange>,
+    data: Option<BufferRange>,
+    strdata: Option<BufferRange>,
 }
 
-impl MetaContext<'_> {
-    fn column(&self, col: fb::Column<'_>, rows: Rows, depth: usize) -> Result<ColumnInfo> {
-        let is_child = matches!(rows, Rows::Child(_));
-        let layout = if col.type_().is_some() {
-            Layout::New
-        } else {
-            Layout::Old
-        };
+impl Buffers {
+    fn named(&self) -> [(&'static str, Option<BufferRange>); 3] {
+        [
+            ("validity", self.validity),
+            ("data", self.data),
+            ("strdata", self.strdata),
+        ]
+    }
 
-        // 1. The type.
-        let jay_type = match col.type_() {
-            Some(t) => self.type_of(t, depth)?,
-            None => {
-                let c = col.stype().0;
-                match JayType::scalar_from_code(c) {
-                    Some(t) => t,
-                    None if c == code::ARR32 || c == code::ARR64 => {
-                        return Err(err(
-                            ErrorClass::MissingField,
-                            "an array column in the old layout (arrays need the new layout's type, buffers and children)",
-                        )
-                        .with_field("Column.type"))
-                    }
-                    None => return Err(unknown_type(c).with_field("Column.stype")),
-                }
-            }
-        };
-        if is_child && layout == Layout::Old && jay_type != JayType::Void0 {
-            return Err(err(
-                ErrorClass::MissingField,
-                format!("an array child of type {jay_type} in the old layout; only void children may be"),
-            )
-            .with_field("Column.type"));
-        }
-
-        // 2. The row count.
-        let nrows = match (layout, rows) {
-            (Layout::Old, Rows::Frame(n)) | (Layout::Old, Rows::Child(n)) => n,
-            (Layout::New, Rows::Frame(n)) => {
-                if col.nrows() != n {
-                    return Err(err(
-                        ErrorClass::RowCountMismatch,
-                        format!("the column has {} rows but the frame has {n}", col.nrows()),
-                    )
-                    .with_field("Column.nrows"));
-                }
-                n
-            }
-            (Layout::New, Rows::Child(_)) => col.nrows(),
-        };
-
-        // 3. The buffers the type needs.
-        let needed = match &jay_type {
-            JayType::Void0 => 0,
-            t if t.is_string() => 3,
-            _ => 2,
-        };
-        let (validity, data, strdata) = match layout {
-            Layout::Old => {
-                let data = match col.data() {
-                    Some(b) => Some(range(b)),
-                    None if needed == 0 => None,
-                    None => {
-                        return Err(
-                            err(ErrorClass::MissingField, "the column has no data buffer")
-                                .with_field("Column.data"),
-                        )
-                    }
-                };
-                let strdata = match col.strdata() {
-                    Some(b) if needed == 3 => Some(range(b)),
-                    None if needed == 3 => {
-                        return Err(err(
-                            ErrorClass::MissingField,
-                            "the string column has no strdata buffer",
-                        )
-                        .with_field("Column.strdata"))
-                    }
-                    _ => None,
-                };
-                (None, data, strdata)
-            }
-            Layout::New => {
-                let buffers: Vec<BufferRange> = match col.buffers() {
-                    Some(v) => v.iter().map(range).collect(),
-                    None if needed == 0 => Vec::new(),
-                    None => {
-                        return Err(err(ErrorClass::MissingField, "the column has no buffers")
-                            .with_field("Column.buffers"))
-                    }
-                };
-                if buffers.len() < needed {
-                    return Err(err(
-                        ErrorClass::MissingField,
-                        format!(
-                            "a {jay_type} column needs {needed} buffers but has {}",
-                            buffers.len()
-                        ),
-                    )
-                    .with_field("Column.buffers"));
-                }
-                let validity = buffers.first().copied().filter(|b| b.length > 0);
-                (
-                    validity,
-                    buffers.get(1).copied(),
-                    buffers.get(2).copied().filter(|_| needed == 3),
-                )
-            }
-        };
-
-        // 4. Every non-empty buffer inside the data section, 8-aligned.
-        for (name, b) in [("validity", validity), ("data", data), ("strdata", strdata)] {
-            if let Some(b) = b {
-                self.check_placement(name, b)?;
-            }
-        }
-
-        // 5. Sizes, exact.
-        let bytes_for = |n: u64, width: u64, what: &str| {
-            n.checked_mul(width).ok_or_else(|| {
-                err(
-                    ErrorClass::BufferSize,
-                    format!("{n} rows of {width}-byte {what} overflow a 64-bit size"),
-                )
-            })
-        };
-        let n_plus_1 = nrows.checked_add(1).ok_or_else(|| {
-            err(
-                ErrorClass::BufferSize,
-                format!("row count {nrows} overflows"),
-            )
-        })?;
-        let mut offset_width = 0u8;
-        let mut bool_packed = false;
-        let data_len = data.map_or(0, |b| b.length);
-        let wrong_size = |what: &str, expected: String, got: u64| {
-            let e = err(
-                ErrorClass::BufferSize,
-                format!("the {what} buffer is {got} bytes; {nrows} rows need {expected}"),
-            );
-            match data {
-                Some(b) if what != "validity" => e.at_offset(b.file_offset()),
-                _ => e,
-            }
-        };
-        if let Some(v) = validity {
-            let need = nrows.div_ceil(8);
-            if v.length < need {
-                return Err(wrong_size("validity", format!("at least {need}"), v.length)
-                    .at_offset(v.file_offset()));
-            }
-        }
-        match &jay_type {
-            JayType::Void0 => {}
-            JayType::Bool8 => {
-                let packed_len = nrows.div_ceil(8);
-                if layout == Layout::New
-                    && data_len == packed_len
-                    && (validity.is_some() || data_len < nrows)
-                {
-                    bool_packed = true;
-                } else if data_len != nrows {
-                    return Err(wrong_size("data", format!("{nrows}"), data_len));
-                }
-            }
-            t if t.element_size().is_some() => {
-                let width = t.element_size().unwrap() as u64;
-                let need = bytes_for(nrows, width, "values")?;
-                if data_len != need {
-                    return Err(wrong_size("data", need.to_string(), data_len));
-                }
-            }
-            JayType::Str32 | JayType::Arr32(_) => {
-                let need = bytes_for(n_plus_1, 4, "offsets")?;
-                if data_len != need {
-                    return Err(wrong_size("offsets", need.to_string(), data_len));
-                }
-                offset_width = 4;
-            }
-            JayType::Str64 | JayType::Arr64(_) => {
-                let wide = bytes_for(n_plus_1, 8, "offsets")?;
-                let narrow = bytes_for(n_plus_1, 4, "offsets")?;
-                offset_width = if data_len == wide {
-                    8
-                } else if data_len == narrow && jay_type == JayType::Str64 {
-                    // datatable's chunked writer labels such columns Str64 but keeps u32 offsets.
-                    4
-                } else {
-                    return Err(wrong_size("offsets", wide.to_string(), data_len));
-                };
-            }
-            _ => unreachable!("every Jay type is covered"),
-        }
-
-        // 6. No two buffers of the column overlap.
-        let present: Vec<(&str, BufferRange)> =
-            [("validity", validity), ("data", data), ("strdata", strdata)]
-                .into_iter()
-                .filter_map(|(n, b)| b.filter(|b| b.length > 0).map(|b| (n, b)))
-                .collect();
+    /// Fails when two non-empty buffers of the column share bytes (spec B1 step 3.5).
+    fn check_disjoint(&self) -> Result<()> {
+        let present: Vec<(&str, BufferRange)> = self
+            .named()
+            .into_iter()
+            .filter_map(|(n, b)| b.filter(|b| b.length > 0).map(|b| (n, b)))
+            .collect();
         for (i, (na, a)) in present.iter().enumerate() {
             for (nb, b) in &present[i + 1..] {
                 if a.offset < b.offset + b.length && b.offset < a.offset + a.length {
@@ -525,75 +379,170 @@ impl MetaContext<'_> {
                 }
             }
         }
+        Ok(())
+    }
+}
 
-        // 7. What one value of the data settles: the last offset.
-        let last_offset = if offset_width > 0 {
-            let b = data.expect("offsets are present");
-            Some(self.offset_at(b, nrows as usize, offset_width))
-        } else {
-            None
-        };
-        if jay_type.is_string() {
-            let mask = if offset_width == 4 { 1 << 31 } else { 1 << 63 };
-            let last = last_offset.unwrap() & !mask;
-            let bytes_len = strdata.map_or(0, |b| b.length);
-            if last != bytes_len {
-                return Err(err(
-                    ErrorClass::BadOffsets,
-                    format!("the last string offset is {last} but the string buffer holds {bytes_len} bytes"),
-                )
-                .at_offset(data.unwrap().file_offset() + nrows * offset_width as u64));
+/// The offsets of a string or array column, as the size check found them.
+#[derive(Clone, Copy)]
+struct Offsets {
+    buffer: BufferRange,
+    /// Bytes per offset: 4 or 8.
+    width: u8,
+}
+
+/// What the size check settles about a column's values.
+enum Values<'t> {
+    /// Nothing further to check: no values, fixed-width values or one byte per Bool8.
+    Plain,
+    /// Bool8 stored one bit per row.
+    PackedBool,
+    /// Offsets into the column's string bytes.
+    Strings(Offsets),
+    /// Offsets into a child column of the element type.
+    Arrays(Offsets, &'t JayType),
+}
+
+/// A row count times a width in bytes, or an error when it overflows.
+fn bytes_for(n: u64, width: u64, what: &str) -> Result<u64> {
+    n.checked_mul(width).ok_or_else(|| {
+        err(
+            ErrorClass::BufferSize,
+            format!("{n} rows of {width}-byte {what} overflow a 64-bit size"),
+        )
+    })
+}
+
+/// Checks every buffer's length against the row count and the type (spec B1 step 3.4) and
+/// says how the values are stored.
+fn check_sizes<'t>(
+    jay_type: &'t JayType,
+    layout: Layout,
+    nrows: u64,
+    buffers: &Buffers,
+) -> Result<Values<'t>> {
+    let data = buffers.data;
+    let data_len = data.map_or(0, |b| b.length);
+    let wrong_size = |what: &str, expected: String, got: u64| {
+        let e = err(
+            ErrorClass::BufferSize,
+            format!("the {what} buffer is {got} bytes; {nrows} rows need {expected}"),
+        );
+        match data {
+            Some(b) => e.at_offset(b.file_offset()),
+            None => e,
+        }
+    };
+    let n_plus_1 = nrows.checked_add(1).ok_or_else(|| {
+        err(
+            ErrorClass::BufferSize,
+            format!("row count {nrows} overflows"),
+        )
+    })?;
+    if let Some(v) = buffers.validity {
+        let need = nrows.div_ceil(8);
+        if v.length < need {
+            return Err(err(
+                ErrorClass::BufferSize,
+                format!(
+                    "the validity buffer is {} bytes; {nrows} rows need at least {need}",
+                    v.length
+                ),
+            )
+            .at_offset(v.file_offset()));
+        }
+    }
+    // The offsets buffer of `nrows + 1` offsets, of the type's width or, for Str64 only, the
+    // narrow width datatable's chunked writer keeps under that label.
+    let offsets = |width: u8, narrow_allowed: bool| -> Result<Offsets> {
+        let need = bytes_for(n_plus_1, width as u64, "offsets")?;
+        let narrow = bytes_for(n_plus_1, 4, "offsets")?;
+        match data {
+            Some(buffer) if buffer.length == need => Ok(Offsets { buffer, width }),
+            Some(buffer) if narrow_allowed && buffer.length == narrow => {
+                Ok(Offsets { buffer, width: 4 })
+            }
+            _ => Err(wrong_size("offsets", need.to_string(), data_len)),
+        }
+    };
+    Ok(match jay_type.storage() {
+        Storage::Void => Values::Plain,
+        Storage::Bool => {
+            let packed_len = nrows.div_ceil(8);
+            if layout == Layout::New
+                && data_len == packed_len
+                && (buffers.validity.is_some() || data_len < nrows)
+            {
+                Values::PackedBool
+            } else if data_len != nrows {
+                return Err(wrong_size("data", format!("{nrows}"), data_len));
+            } else {
+                Values::Plain
             }
         }
+        Storage::Fixed(width) => {
+            let need = bytes_for(nrows, width as u64, "values")?;
+            if data_len != need {
+                return Err(wrong_size("data", need.to_string(), data_len));
+            }
+            Values::Plain
+        }
+        Storage::Strings { offset_width } => {
+            Values::Strings(offsets(offset_width, offset_width == 8)?)
+        }
+        Storage::Arrays {
+            element,
+            offset_width,
+        } => Values::Arrays(offsets(offset_width, false)?, element),
+    })
+}
 
-        let child = if jay_type.is_array() {
-            let last = last_offset.unwrap();
-            if offset_width == 4 && last > i32::MAX as u64 {
-                return Err(err(
-                    ErrorClass::BadOffsets,
-                    format!("the last Arr32 offset {last} exceeds 2^31 - 1"),
-                ));
-            }
-            let children = col.children().filter(|c| c.len() == 1).ok_or_else(|| {
-                err(
-                    ErrorClass::MissingField,
-                    format!(
-                        "an array column needs exactly one child column, not {}",
-                        col.children().map_or(0, |c| c.len())
-                    ),
-                )
-                .with_field("Column.children")
-            })?;
-            let child = self
-                .column(children.get(0), Rows::Child(last), depth + 1)
-                .map_err(|e| e.with_field("child"))?;
-            let element = match &jay_type {
-                JayType::Arr32(e) | JayType::Arr64(e) => e,
-                _ => unreachable!(),
-            };
-            if **element != child.jay_type {
-                return Err(err(
-                    ErrorClass::BadMeta,
-                    format!(
-                        "the array's element type is {element} but its child column is {}",
-                        child.jay_type
-                    ),
-                ));
-            }
-            if last > child.nrows {
-                return Err(err(
-                    ErrorClass::BadOffsets,
-                    format!(
-                        "the last array offset {last} is past the child's {} rows",
-                        child.nrows
-                    ),
-                ));
-            }
-            Some(Box::new(child))
+struct MetaContext<'a> {
+    meta: &'a [u8],
+    meta_start: u64,
+    data_size: u64,
+    file: &'a [u8],
+}
+
+impl MetaContext<'_> {
+    /// Verifies one column description against the file (spec B1 step 3): its type, row
+    /// count, buffers and, for arrays, its child column.
+    fn column(&self, col: fb::Column<'_>, rows: Rows, depth: usize) -> Result<ColumnInfo> {
+        let layout = if col.type_().is_some() {
+            Layout::New
         } else {
-            None
+            Layout::Old
         };
+        let jay_type = self.column_type(col, depth)?;
+        if matches!(rows, Rows::Child(_)) && layout == Layout::Old && jay_type != JayType::Void0 {
+            return Err(err(
+                ErrorClass::MissingField,
+                format!("an array child of type {jay_type} in the old layout; only void children may be"),
+            )
+            .with_field("Column.type"));
+        }
+        let nrows = row_count(col, layout, rows)?;
+        let buffers = column_buffers(col, layout, &jay_type)?;
+        for (name, b) in buffers.named() {
+            if let Some(b) = b {
+                self.check_placement(name, b)?;
+            }
+        }
+        let values = check_sizes(&jay_type, layout, nrows, &buffers)?;
+        buffers.check_disjoint()?;
 
+        let (offset_width, bool_packed, child) = match values {
+            Values::Plain => (0, false, None),
+            Values::PackedBool => (0, true, None),
+            Values::Strings(offsets) => {
+                self.check_string_end(offsets, nrows, buffers.strdata)?;
+                (offsets.width, false, None)
+            }
+            Values::Arrays(offsets, element) => {
+                let child = self.array_child(col, offsets, nrows, element, depth)?;
+                (offsets.width, false, Some(Box::new(child)))
+            }
+        };
         let stats = self.stats(&col, &jay_type)?;
         Ok(ColumnInfo {
             name: col.name().map(str::to_owned),
@@ -602,15 +551,189 @@ impl MetaContext<'_> {
             nrows,
             nullcount: col.nullcount(),
             stats,
-            validity,
-            data,
-            strdata,
+            validity: buffers.validity,
+            data: buffers.data,
+            strdata: buffers.strdata,
             offset_width,
             bool_packed,
             child,
         })
     }
 
+    /// The column's type: the new layout's `Type` table or the old layout's `stype`.
+    fn column_type(&self, col: fb::Column<'_>, depth: usize) -> Result<JayType> {
+        if let Some(t) = col.type_() {
+            return self.type_of(t, depth);
+        }
+        let c = col.stype().0;
+        match JayType::scalar_from_code(c) {
+            Some(t) => Ok(t),
+            None if c == code::ARR32 || c == code::ARR64 => Err(err(
+                ErrorClass::MissingField,
+                "an array column in the old layout (arrays need the new layout's type, buffers and children)",
+            )
+            .with_field("Column.type")),
+            None => Err(unknown_type(c).with_field("Column.stype")),
+        }
+    }
+
+    /// The last string offset must end the string bytes (spec B1 step 3.6).
+    fn check_string_end(
+        &self,
+        offsets: Offsets,
+        nrows: u64,
+        strdata: Option<BufferRange>,
+    ) -> Result<()> {
+        let mask = if offsets.width == 4 { 1 << 31 } else { 1 << 63 };
+        let last = self.offset_at(offsets, nrows as usize) & !mask;
+        let bytes_len = strdata.map_or(0, |b| b.length);
+        if last != bytes_len {
+            return Err(err(
+                ErrorClass::BadOffsets,
+                format!("the last string offset is {last} but the string buffer holds {bytes_len} bytes"),
+            )
+            .at_offset(offsets.buffer.file_offset() + nrows * offsets.width as u64));
+        }
+        Ok(())
+    }
+
+    /// Verifies the one child column of an array column, whose rows the last offset counts.
+    fn array_child(
+        &self,
+        col: fb::Column<'_>,
+        offsets: Offsets,
+        nrows: u64,
+        element: &JayType,
+        depth: usize,
+    ) -> Result<ColumnInfo> {
+        let last = self.offset_at(offsets, nrows as usize);
+        if offsets.width == 4 && last > i32::MAX as u64 {
+            return Err(err(
+                ErrorClass::BadOffsets,
+                format!("the last Arr32 offset {last} exceeds 2^31 - 1"),
+            ));
+        }
+        let children = col.children().filter(|c| c.len() == 1).ok_or_else(|| {
+            err(
+                ErrorClass::MissingField,
+                format!(
+                    "an array column needs exactly one child column, not {}",
+                    col.children().map_or(0, |c| c.len())
+                ),
+            )
+            .with_field("Column.children")
+        })?;
+        let child = self
+            .column(children.get(0), Rows::Child(last), depth + 1)
+            .map_err(|e| e.with_field("child"))?;
+        if *element != child.jay_type {
+            return Err(err(
+                ErrorClass::BadMeta,
+                format!(
+                    "the array's element type is {element} but its child column is {}",
+                    child.jay_type
+                ),
+            ));
+        }
+        if last > child.nrows {
+            return Err(err(
+                ErrorClass::BadOffsets,
+                format!(
+                    "the last array offset {last} is past the child's {} rows",
+                    child.nrows
+                ),
+            ));
+        }
+        Ok(child)
+    }
+}
+
+/// The column's row count: the frame's, or for an array child the parent's last offset; a
+/// new-layout column states its own, which must agree with the frame's.
+fn row_count(col: fb::Column<'_>, layout: Layout, rows: Rows) -> Result<u64> {
+    match (layout, rows) {
+        (Layout::Old, Rows::Frame(n)) | (Layout::Old, Rows::Child(n)) => Ok(n),
+        (Layout::New, Rows::Frame(n)) => {
+            if col.nrows() != n {
+                return Err(err(
+                    ErrorClass::RowCountMismatch,
+                    format!("the column has {} rows but the frame has {n}", col.nrows()),
+                )
+                .with_field("Column.nrows"));
+            }
+            Ok(n)
+        }
+        (Layout::New, Rows::Child(_)) => Ok(col.nrows()),
+    }
+}
+
+/// The buffers the column's type needs, from the old layout's `data`/`strdata` or the new
+/// layout's `buffers` vector (validity, data, string bytes), each required when the type
+/// uses it.
+fn column_buffers(col: fb::Column<'_>, layout: Layout, jay_type: &JayType) -> Result<Buffers> {
+    let needed = match jay_type.storage() {
+        Storage::Void => 0,
+        Storage::Strings { .. } => 3,
+        _ => 2,
+    };
+    match layout {
+        Layout::Old => {
+            let data = match col.data() {
+                Some(b) => Some(range(b)),
+                None if needed == 0 => None,
+                None => {
+                    return Err(
+                        err(ErrorClass::MissingField, "the column has no data buffer")
+                            .with_field("Column.data"),
+                    )
+                }
+            };
+            let strdata = match col.strdata() {
+                Some(b) if needed == 3 => Some(range(b)),
+                None if needed == 3 => {
+                    return Err(err(
+                        ErrorClass::MissingField,
+                        "the string column has no strdata buffer",
+                    )
+                    .with_field("Column.strdata"))
+                }
+                _ => None,
+            };
+            Ok(Buffers {
+                validity: None,
+                data,
+                strdata,
+            })
+        }
+        Layout::New => {
+            let buffers: Vec<BufferRange> = match col.buffers() {
+                Some(v) => v.iter().map(range).collect(),
+                None if needed == 0 => Vec::new(),
+                None => {
+                    return Err(err(ErrorClass::MissingField, "the column has no buffers")
+                        .with_field("Column.buffers"))
+                }
+            };
+            if buffers.len() < needed {
+                return Err(err(
+                    ErrorClass::MissingField,
+                    format!(
+                        "a {jay_type} column needs {needed} buffers but has {}",
+                        buffers.len()
+                    ),
+                )
+                .with_field("Column.buffers"));
+            }
+            Ok(Buffers {
+                validity: buffers.first().copied().filter(|b| b.length > 0),
+                data: buffers.get(1).copied(),
+                strdata: buffers.get(2).copied().filter(|_| needed == 3),
+            })
+        }
+    }
+}
+
+impl MetaContext<'_> {
     /// The type of a new-layout `Type` table, following array element types.
     fn type_of(&self, t: fb::Type<'_>, depth: usize) -> Result<JayType> {
         if depth > 64 {
@@ -668,9 +791,10 @@ impl MetaContext<'_> {
         Ok(())
     }
 
-    fn offset_at(&self, b: BufferRange, index: usize, width: u8) -> u64 {
-        let at = b.start() + index * width as usize;
-        if width == 4 {
+    /// The offset at `index`; the size check has placed the whole buffer inside the file.
+    fn offset_at(&self, offsets: Offsets, index: usize) -> u64 {
+        let at = offsets.buffer.start() + index * offsets.width as usize;
+        if offsets.width == 4 {
             u32::from_le_bytes(self.file[at..at + 4].try_into().unwrap()) as u64
         } else {
             read_u64(self.file, at)
@@ -747,4 +871,56 @@ fn unknown_type(c: u8) -> Error {
         ErrorClass::UnknownType,
         format!("type code {c} is not a Jay type (codes 0 to 13 are defined)"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffers(data: Option<u64>, strdata: Option<u64>) -> Buffers {
+        let at = |offset, length| BufferRange { offset, length };
+        Buffers {
+            validity: None,
+            data: data.map(|length| at(0, length)),
+            strdata: strdata.map(|length| at(64, length)),
+        }
+    }
+
+    #[test]
+    fn only_str64_may_keep_the_narrow_offsets_of_datatables_chunked_writer() {
+        // Three rows: four offsets, 16 bytes narrow, 32 wide.
+        let narrow = buffers(Some(16), Some(5));
+        match check_sizes(&JayType::Str64, Layout::New, 3, &narrow) {
+            Ok(Values::Strings(offsets)) => assert_eq!(offsets.width, 4),
+            _ => panic!("a Str64 column with 4-byte offsets is read"),
+        }
+        let wide = buffers(Some(32), Some(5));
+        match check_sizes(&JayType::Str64, Layout::New, 3, &wide) {
+            Ok(Values::Strings(offsets)) => assert_eq!(offsets.width, 8),
+            _ => panic!("a Str64 column with 8-byte offsets is read"),
+        }
+        let arrays = JayType::Arr64(Box::new(JayType::Int32));
+        let Err(e) = check_sizes(&arrays, Layout::New, 3, &narrow) else {
+            panic!("an Arr64 column with 4-byte offsets is refused");
+        };
+        assert_eq!(e.class(), ErrorClass::BufferSize);
+        assert!(
+            e.to_string()
+                .contains("the offsets buffer is 16 bytes; 3 rows need 32"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn offsets_without_a_data_buffer_are_a_size_error() {
+        let Err(e) = check_sizes(&JayType::Str32, Layout::Old, 3, &buffers(None, Some(5))) else {
+            panic!("a string column without offsets is refused");
+        };
+        assert_eq!(e.class(), ErrorClass::BufferSize);
+        assert!(
+            e.to_string()
+                .contains("the offsets buffer is 0 bytes; 3 rows need 16"),
+            "{e}"
+        );
+    }
 }

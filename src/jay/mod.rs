@@ -13,3 +13,5 @@ mod writer;
 pub use meta::{BufferRange, ColumnInfo, FrameInfo, Layout, Stats};
 pub use reader::{fragments, JayFile, Reader, ReaderBuilder, DEFAULT_MAX_DATALESS_ROWS};
 pub use writer::{Writer, WriterOptions};
+
+crate::write::record_batch_writer!(Writer);

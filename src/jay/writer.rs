@@ -571,13 +571,13 @@ fn key_count(keys: KeyRequest, warnings: &mut Vec<String>) -> i32 {
     match keys {
         KeyRequest::None => 0,
         KeyRequest::Invalid(why) => {
-            warnings.push(format!("no key written: {why}"));
+            warnings.push(format!("no key written: {}", why.message()));
             0
         }
         KeyRequest::Check(check) => match KeyCheck::verdict(check) {
             Ok(k) => k as i32,
             Err(why) => {
-                warnings.push(why);
+                warnings.push(why.message().to_owned());
                 0
             }
         },

@@ -25,3 +25,5 @@ pub use writer::{
     append, compact, delete_ordinal, delete_point, write_file, AppendSummary, CompactSummary,
     VsWriteOptions, Writer,
 };
+
+crate::write::record_batch_writer!(Writer);

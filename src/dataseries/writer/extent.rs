@@ -4,12 +4,13 @@
 use std::io::{self, Write};
 
 use super::super::buffers::SpareBuffers;
+use super::super::checksum;
 use super::super::codec::{self, Mode};
 use arrow_array::RecordBatch;
 
-use super::super::file::{
-    compact, partly_unpacked_hash_after_fixed, ByteOrder, FIXED_HASH_INIT, MAX_PART,
-};
+use super::super::byte_order::ByteOrder;
+use super::super::extent::MAX_PART;
+use super::super::extent::{compact, partly_unpacked_hash_after_fixed, FIXED_HASH_INIT};
 use super::super::types::ExtentType;
 use super::pack::{pack, Packed};
 use crate::error::{Error, ErrorClass, Result};
@@ -70,9 +71,9 @@ impl Extent {
     }
 }
 
-/// Extents whose fixed parts are hashed at once, the lanes of [`codec::lookup2_many`]: a hash
+/// Extents whose fixed parts are hashed at once, the lanes of [`checksum::lookup2_many`]: a hash
 /// is a single chain of dependent steps, so one chain leaves most of a core idle.
-pub(super) const HASH_LANES: usize = codec::LOOKUP2_LANES;
+pub(super) const HASH_LANES: usize = checksum::LOOKUP2_LANES;
 
 /// An extent packed and compressed, waiting for the hash its header carries. The hash is left
 /// to [`seal`], which takes [`HASH_LANES`] extents at a time in file order: the jobs that
@@ -215,7 +216,7 @@ pub(super) fn seal(
     spare: &SpareBuffers,
 ) -> Result<Vec<Extent>> {
     let fixed: Vec<&[u8]> = extents.iter().map(Compressed::plain_fixed).collect();
-    let fixed_hashes = codec::lookup2_many(&fixed, FIXED_HASH_INIT);
+    let fixed_hashes = checksum::lookup2_many(&fixed, FIXED_HASH_INIT);
     extents
         .into_iter()
         .zip(fixed_hashes)

@@ -1,8 +1,8 @@
 //! The writer's settings: the format-independent ones as front ends spell them, and the
 //! [`WriterOptions`] they become.
 
+use super::super::byte_order::ByteOrder;
 use super::super::codec::Mode;
-use super::super::file::ByteOrder;
 use crate::error::{Error, Result};
 
 /// The DataSeries settings of the format-independent [`WriteOptions`](crate::WriteOptions),

@@ -7,15 +7,17 @@
 //! entries must be appended record by record). Null rows are visited from the inverted
 //! validity bits, which are few, rather than testing every row.
 
+mod numbers;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt8Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::BooleanBuffer;
 
+use self::numbers::pack_numbers;
 use super::super::buffers::SpareBuffers;
-use super::super::file::ByteOrder;
+use super::super::byte_order::ByteOrder;
 use super::super::types::{ExtentType, Kind};
-use super::numbers::pack_numbers;
 use super::variable::pack_variable;
 use crate::error::{Error, ErrorClass, Result};
 

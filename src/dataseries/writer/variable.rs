@@ -9,7 +9,8 @@ use arrow_array::{Array, ArrayRef};
 use arrow_buffer::BooleanBuffer;
 use rustc_hash::FxHashMap;
 
-use super::super::file::{roundup_var, ByteOrder};
+use super::super::byte_order::ByteOrder;
+use super::super::extent::roundup_var;
 use super::super::types::{ExtentType, Kind};
 use crate::error::{Error, ErrorClass, Result};
 

@@ -16,6 +16,7 @@ use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBat
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, Schema, SortOptions, TimeUnit};
 
+use crate::error::{Error, ErrorClass};
 use crate::jay::mapping::NKEYS_METADATA_KEY;
 
 /// What the schema asks for.
@@ -24,8 +25,8 @@ pub(crate) enum KeyRequest {
     None,
     /// A key of k columns, to be verified.
     Check(KeyCheck),
-    /// A request that cannot be honoured; the reason becomes a warning.
-    Invalid(String),
+    /// A request that cannot be honoured; its message becomes a warning.
+    Invalid(Error),
 }
 
 pub(crate) struct KeyCheck {
@@ -46,14 +47,14 @@ impl KeyRequest {
             Ok(0) => return KeyRequest::None,
             Ok(k) if k <= ncols => k,
             Ok(k) => {
-                return KeyRequest::Invalid(format!(
+                return KeyRequest::Invalid(bad_key(format!(
                     "{NKEYS_METADATA_KEY} = {k} but there are only {ncols} columns"
-                ))
+                )))
             }
             Err(_) => {
-                return KeyRequest::Invalid(format!(
+                return KeyRequest::Invalid(bad_key(format!(
                     "{NKEYS_METADATA_KEY} = {text:?} is not a number of columns"
-                ))
+                )))
             }
         };
         let fields = &schema.fields()[..k];
@@ -61,10 +62,10 @@ impl KeyRequest {
             .iter()
             .find(|f| matches!(f.data_type(), DataType::List(_) | DataType::LargeList(_)))
         {
-            return KeyRequest::Invalid(format!(
+            return KeyRequest::Invalid(bad_key(format!(
                 "{NKEYS_METADATA_KEY} = {k} but key column {:?} is a list, which cannot be a key",
                 f.name()
-            ));
+            )));
         }
         let options = SortOptions {
             descending: false,
@@ -81,9 +82,9 @@ impl KeyRequest {
                 last: None,
                 failure: None,
             }),
-            Err(e) => KeyRequest::Invalid(format!(
+            Err(e) => KeyRequest::Invalid(bad_key(format!(
                 "{NKEYS_METADATA_KEY} = {k} but the key columns cannot be compared: {e}"
-            )),
+            ))),
         }
     }
 }
@@ -134,15 +135,21 @@ impl KeyCheck {
     }
 
     /// The number of key columns to write, or why there is none.
-    pub(crate) fn verdict(self) -> Result<usize, String> {
+    pub(crate) fn verdict(self) -> Result<usize, Error> {
         match self.failure {
             None => Ok(self.k),
-            Some(why) => Err(format!(
+            Some(why) => Err(bad_key(format!(
                 "{NKEYS_METADATA_KEY} = {} not written: {why}",
                 self.k
-            )),
+            ))),
         }
     }
+}
+
+/// Why a requested key is not written. The writer reports it as a warning, not a failure: the
+/// data is written all the same, unkeyed.
+fn bad_key(message: String) -> Error {
+    Error::new(ErrorClass::BadKeys, message)
 }
 
 /// The array with the values Jay stores as NA made null: NaN for floats, the sentinel for

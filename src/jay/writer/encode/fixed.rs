@@ -15,7 +15,7 @@ use arrow_schema::{DataType, TimeUnit};
 
 use super::super::spool::{Spool, Stream};
 use super::{bit_words, nulls_of, Buf, EncodeError, Encoder, Finished, StatsValue};
-use crate::error::ErrorClass;
+use crate::error::{Error, ErrorClass};
 use crate::jay::mapping::JayType;
 use crate::sentinel::{self, CollisionPolicy, Sentinel, SentinelSummary};
 
@@ -46,7 +46,7 @@ fn same<P: ArrowPrimitiveType>(array: &dyn Array) -> Result<Extracted<P::Native>
 fn convert<P: ArrowPrimitiveType, T: ArrowNativeType + Default>(
     array: &dyn Array,
     scratch: &mut Vec<T>,
-    f: impl Fn(P::Native) -> Result<T, String>,
+    f: impl Fn(P::Native) -> Result<T, Error>,
 ) -> Result<Extracted<T>, EncodeError> {
     let a = array
         .as_primitive_opt::<P>()
@@ -54,17 +54,17 @@ fn convert<P: ArrowPrimitiveType, T: ArrowNativeType + Default>(
     scratch.clear();
     scratch.reserve(a.len());
     let values = a.values();
-    let fail = |i: usize, m: String| EncodeError::at(i, ErrorClass::ValueOutOfRange, m);
+    let fail = |i: usize, e: Error| EncodeError::at(i, e.class(), e.message().to_owned());
     match nulls_of(a) {
         None => {
             for (i, &v) in values.iter().enumerate() {
-                scratch.push(f(v).map_err(|m| fail(i, m))?);
+                scratch.push(f(v).map_err(|e| fail(i, e))?);
             }
         }
         Some(nulls) => {
             for (i, &v) in values.iter().enumerate() {
                 scratch.push(if nulls.is_valid(i) {
-                    f(v).map_err(|m| fail(i, m))?
+                    f(v).map_err(|e| fail(i, e))?
                 } else {
                     T::default()
                 });
@@ -178,23 +178,30 @@ fn fill_nulls<T: Copy>(values: &mut [T], nulls: &NullBuffer, na: T) {
 
 const MS_PER_DAY: i64 = 86_400_000;
 
-fn date64_to_days(ms: i64) -> Result<i32, String> {
+/// A value that the Jay type cannot hold.
+fn out_of_range(message: String) -> Error {
+    Error::new(ErrorClass::ValueOutOfRange, message)
+}
+
+fn date64_to_days(ms: i64) -> Result<i32, Error> {
     if ms % MS_PER_DAY != 0 {
-        return Err(format!(
+        return Err(out_of_range(format!(
             "Date64 value {ms} ms is not a whole number of days; Jay's Date32 stores days only"
-        ));
+        )));
     }
     i32::try_from(ms / MS_PER_DAY).map_err(|_| {
-        format!(
+        out_of_range(format!(
             "Date64 value {ms} ms is {} days, outside Jay's Date32 range",
             ms / MS_PER_DAY
-        )
+        ))
     })
 }
 
-fn scale_to_ns(v: i64, factor: i64, unit: &str) -> Result<i64, String> {
+fn scale_to_ns(v: i64, factor: i64, unit: &str) -> Result<i64, Error> {
     v.checked_mul(factor).ok_or_else(|| {
-        format!("timestamp {v} {unit} does not fit Jay's Time64 (64-bit nanoseconds since 1970)")
+        out_of_range(format!(
+            "timestamp {v} {unit} does not fit Jay's Time64 (64-bit nanoseconds since 1970)"
+        ))
     })
 }
 
@@ -248,7 +255,9 @@ impl Fixed for i64 {
             DataType::UInt32 => convert::<UInt32Type, _>(array, scratch, |v| Ok(v as i64)),
             DataType::UInt64 => convert::<UInt64Type, _>(array, scratch, |v| {
                 i64::try_from(v).map_err(|_| {
-                    format!("UInt64 value {v} does not fit Jay's Int64 (at most 2^63 - 1)")
+                    out_of_range(format!(
+                        "UInt64 value {v} does not fit Jay's Int64 (at most 2^63 - 1)"
+                    ))
                 })
             }),
             DataType::Timestamp(TimeUnit::Nanosecond, _) => same::<TimestampNanosecondType>(array),

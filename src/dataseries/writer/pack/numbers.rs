@@ -6,9 +6,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int32Type, Int64Type};
 use arrow_array::ArrayRef;
 
-use super::super::file::ByteOrder;
-use super::super::types::{ExtentType, Kind, Relative};
-use super::pack::null_rows;
+use super::null_rows;
+use crate::dataseries::byte_order::ByteOrder;
+use crate::dataseries::types::{ExtentType, Kind, Relative};
 
 /// Numeric values of one field of an extent while they are packed.
 #[derive(Clone)]
