@@ -132,6 +132,8 @@ impl VectorWriter {
                 "a Filo vector holds one column, the input has {}; choose one with the columns option",
                 schema.fields().len()
             ))
+            .with_setting("columns")
+            .with_setting_kind(crate::options::SettingKind::Read)
             .with_file(&path));
         }
         let field = &schema.fields()[0];
