@@ -274,9 +274,10 @@ pub fn write_all(
             warnings: Vec::new(),
         });
     }
-    let mut writer = create(path, reader.schema(), options)?;
+    let mut writer = create(path, reader.schema(), options).map_err(|e| e.with_file(path))?;
     for batch in reader {
-        writer.write(&batch?)?;
+        let batch = batch.map_err(Error::from_arrow_owned)?;
+        writer.write(&batch).map_err(|e| e.with_file(path))?;
     }
-    writer.finish()
+    writer.finish().map_err(|e| e.with_file(path))
 }

@@ -211,8 +211,12 @@ impl Error {
     /// named as [`Error::setting_phrase`] does, which each front end spells its own way with
     /// [`Error::to_string_spelled`].
     pub fn for_setting(key: &str, message: impl AsRef<str>) -> Self {
-        Self::invalid_argument(format!("{}: {}", Self::setting_phrase(key), message.as_ref()))
-            .with_setting(key)
+        Self::invalid_argument(format!(
+            "{}: {}",
+            Self::setting_phrase(key),
+            message.as_ref()
+        ))
+        .with_setting(key)
     }
 
     /// How a message names the setting `key`: `the KEY option`. A front end replaces exactly

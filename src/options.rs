@@ -24,7 +24,7 @@ use crate::{bcolz, dataseries, filo, vs};
 mod parse;
 mod table;
 
-pub use table::{check_applies, keys, lookup, setting, Setting, SettingKind, SETTINGS};
+pub use table::{check_applies, keys, lookup, setting, Setting, SettingKind, ValueKind, SETTINGS};
 
 /// Options of [`open`](crate::open) and [`fragments`](crate::fragments).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -229,7 +229,7 @@ impl ReadOptions {
         match lookup(SettingKind::Read, key)?.key {
             "format" => self.format = Some(value(key, text.parse())?),
             "columns" => {
-                let names = text.split(',').map(|n| n.trim().to_owned()).collect();
+                let names = text.split(',').map(str::to_owned).collect();
                 scan.projection = Some(Projection::Names(names));
             }
             "limit" => scan.limit = Some(value(key, count(text))?),
@@ -279,6 +279,38 @@ impl ReadOptions {
     }
 }
 
+/// Sets `key` on the read side, the write side or both, as [`SETTINGS`] has it: a setting of
+/// a conversion (the command line's `convert`, an SQL table that is read and copied to), which
+/// must apply to the input's format (`read.format`) or to the output's (`write.format`); a
+/// side whose format is not known yet is not checked. `type`, `filo_type` and `lenient_eof`
+/// are set on both sides.
+pub fn set_either(
+    read: &mut ReadOptions,
+    write: &mut WriteOptions,
+    key: &str,
+    text: &str,
+) -> Result<()> {
+    let read_setting = setting(SettingKind::Read, key);
+    let write_setting = setting(SettingKind::Write, key);
+    let applies = |s: Option<&Setting>, format: Option<Format>| {
+        s.is_some_and(|s| format.is_none_or(|f| s.applies_to(f)))
+    };
+    if !applies(read_setting, read.format) && !applies(write_setting, write.format) {
+        return match (read_setting, read.format, write_setting, write.format) {
+            (Some(_), Some(format), _, _) => check_applies(SettingKind::Read, key, format),
+            (_, _, Some(_), Some(format)) => check_applies(SettingKind::Write, key, format),
+            _ => lookup(SettingKind::Read, key).map(|_| ()),
+        };
+    }
+    if read_setting.is_some() {
+        read.set(key, text)?;
+    }
+    if write_setting.is_some() {
+        write.set(key, text)?;
+    }
+    Ok(())
+}
+
 /// A key [`lookup`] found but `set` does not handle: a row of [`SETTINGS`] without its setter,
 /// which the unit tests rule out.
 fn unreachable_key(key: &str) -> Result<()> {
@@ -315,7 +347,12 @@ impl WriteOptions {
             "compress_level" => {
                 self.dataseries.level = Some(match text.trim().parse() {
                     Ok(level @ 1..=9) => level,
-                    _ => return Err(Error::for_setting(key, format!("expected 1 to 9, got {text:?}"))),
+                    _ => {
+                        return Err(Error::for_setting(
+                            key,
+                            format!("expected 1 to 9, got {text:?}"),
+                        ))
+                    }
                 })
             }
             "extent_size" => self.dataseries.extent_size = Some(value(key, positive(text))?),

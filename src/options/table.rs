@@ -34,6 +34,20 @@ impl SettingKind {
     }
 }
 
+/// What a setting's value is, for the front ends that type their arguments (a command-line
+/// flag takes no value; a Python keyword takes a bool, an int or a str).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// `true` or `false`.
+    Flag,
+    /// A whole number.
+    Count,
+    /// Text: a name, a codec, a file name.
+    Text,
+    /// Names, comma-separated (or, for `utf8`, `true` for all).
+    Names,
+}
+
 /// One row of [`SETTINGS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setting {
@@ -55,6 +69,16 @@ impl Setting {
     /// Whether the setting means something for `format`.
     pub fn applies_to(&self, format: Format) -> bool {
         self.formats.is_empty() || self.formats.contains(&format)
+    }
+
+    /// What its value is.
+    pub fn value_kind(&self) -> ValueKind {
+        match self.values {
+            BOOL => ValueKind::Flag,
+            COUNT | COUNT0 | LEVEL | BYTES => ValueKind::Count,
+            NAMES | UTF8 => ValueKind::Names,
+            _ => ValueKind::Text,
+        }
     }
 
     /// The names of the formats it applies to, `"every format"` when it applies to all.
@@ -87,6 +111,11 @@ const COMPRESSED: &[Format] = &[
 ];
 const BOOL: &str = "true|false";
 const COUNT: &str = "an integer ≥ 1";
+const COUNT0: &str = "an integer ≥ 0";
+const LEVEL: &str = "1..9";
+const BYTES: &str = "bytes, 1024..268435456";
+const NAMES: &str = "column names, comma-separated";
+const UTF8: &str = "true, false or field names, comma-separated";
 
 const fn read(
     key: &'static str,
@@ -125,22 +154,22 @@ const fn write(
 /// Every read and write setting: the one table the front ends spell.
 pub const SETTINGS: &[Setting] = &[
     read("format", &[], "a format name (`arrowsmith formats`)", "recognised from the content, then the extension", "The input format."),
-    read("columns", &[], "column names, comma-separated", "every column", "The columns to read, in this order."),
-    read("limit", &[], "an integer ≥ 0", "every row", "Read at most this many rows."),
+    read("columns", &[], NAMES, "every column", "The columns to read, in this order."),
+    read("limit", &[], COUNT0, "every row", "Read at most this many rows."),
     read("batch_size", &[], COUNT, "65536", "Rows per batch at most."),
     read("salvage", LEGACY, BOOL, "false", "Skip the damaged parts of a legacy file, recording each, instead of failing at the first."),
     read("type", DS, "an extent type name", "the one type that holds data", "DataSeries: the extent type to read (needed when the file declares several)."),
-    read("utf8", DS, "true, false or field names, comma-separated", "false (fields marked arrow_type=\"utf8\" only)", "DataSeries: read variable32 fields as Utf8, validated: all of them, or the named ones."),
+    read("utf8", DS, UTF8, "false (fields marked arrow_type=\"utf8\" only)", "DataSeries: read variable32 fields as Utf8, validated: all of them, or the named ones."),
     read("no_checks", DS, BOOL, "false", "DataSeries: skip the adler32, hash and variable32 checks."),
     read("filo_type", &[Format::FiloVector], "Int, Long, Double, Float, Boolean, String, Timestamp, DateTime or Binary", "none (required)", "filo-vector: the vector's element type, which Filo bytes do not record."),
     read("filo_dictionary", &[Format::Filo], BOOL, "false", "Filo: read String columns as Dictionary(Int32, Utf8), keeping filo's codes."),
     read("lenient_eof", VS, BOOL, "false", "VS: accept a file that ends at a block boundary without its '$' terminal."),
     read("varint", VS, "leb128|msb-first", "leb128", "VS: varint byte order, the format's (leb128) or upstream's prototype (msb-first)."),
     read("app_data", VS, "json|msgpack", "json", "VS: app_data as JSON text or as the exact msgpack bytes (Binary)."),
-    read("max_dataless_rows", &[Format::Jay], "an integer ≥ 0", "4294967296", "Jay: the most rows read that no data stands behind (a frame of void columns only)."),
+    read("max_dataless_rows", &[Format::Jay], COUNT0, "4294967296", "Jay: the most rows read that no data stands behind (a frame of void columns only)."),
     read("nat_as_null", BCOLZ, BOOL, "true", "bcolz: NaT in datetime64/timedelta64 columns reads as null (false: the raw i64::MIN)."),
     read("carray_name", BCOLZ, "a column name", "the directory's name", "bcolz: the column name of a carray."),
-    read("read_ahead", BCOLZ, "an integer ≥ 0", "2", "bcolz: batches decoded ahead in the background while one is consumed (0: none)."),
+    read("read_ahead", BCOLZ, COUNT0, "2", "bcolz: batches decoded ahead in the background while one is consumed (0: none)."),
     write("format", &[], "a format name (`arrowsmith formats`)", "from the extension", "The output format."),
     write("mode", &[], "error|overwrite|append", "error", "What happens to an existing output: an error, replaced, or (vs and bcolz) appended to."),
     write("overwrite", &[], BOOL, "false", "Replace an existing output of the format: mode=overwrite (false: mode=error)."),
@@ -149,8 +178,8 @@ pub const SETTINGS: &[Setting] = &[
     write("row_group_size", &[Format::Parquet], COUNT, "the Parquet writer's", "Parquet: rows per row group at most."),
     write("sentinel_collisions_as_na", &[Format::Jay], BOOL, "false", "Jay: write a valid value equal to its type's NA sentinel as NA instead of failing."),
     write("type", DS, "an extent type name", "the input's type name, else the schema's", "DataSeries: the extent type name the output is written as."),
-    write("compress_level", DS, "1..9", "6 (9 with best)", "DataSeries: the compression level of lzo, zlib and bz2."),
-    write("extent_size", DS, "bytes, 1024..268435456", "the writer's", "DataSeries: target uncompressed bytes per extent."),
+    write("compress_level", DS, LEVEL, "6 (9 with best)", "DataSeries: the compression level of lzo, zlib and bz2."),
+    write("extent_size", DS, BYTES, "the writer's", "DataSeries: target uncompressed bytes per extent."),
     write("xml", DS, "a file name", "derived from the schema", "DataSeries: the file holding the ExtentType XML to use, stored verbatim."),
     write("filo_type", &[Format::FiloVector], "Int, Long, Double, Float, Boolean, String, Timestamp, DateTime or Binary", "the column's natural type", "filo-vector: the vector's element type."),
     write("filo_chunk_size", &[Format::Filo], COUNT, "65536", "Filo: rows per chunk."),

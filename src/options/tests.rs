@@ -55,16 +55,44 @@ const CASES: &[(SettingKind, &str, &str, &str, &str, Option<&str>)] = {
     use SettingKind::{Read as R, Write as W};
     &[
         (R, "format", "None", "bcolz", "Some(Bcolz)", Some("zip")),
-        (R, "columns", "None", "a, b", "Some(Names([\"a\", \"b\"]))", None),
+        (
+            R,
+            "columns",
+            "None",
+            "a,b",
+            "Some(Names([\"a\", \"b\"]))",
+            None,
+        ),
         (R, "limit", "None", "0", "Some(0)", Some("-1")),
         (R, "batch_size", "None", "10", "Some(10)", Some("0")),
-        (R, "salvage", "false false", "true", "true true", Some("maybe")),
-        (R, "type", "None", "Trace::NFS", "Some(\"Trace::NFS\")", None),
+        (
+            R,
+            "salvage",
+            "false false",
+            "true",
+            "true true",
+            Some("maybe"),
+        ),
+        (
+            R,
+            "type",
+            "None",
+            "Trace::NFS",
+            "Some(\"Trace::NFS\")",
+            None,
+        ),
         (R, "utf8", "Hinted", "a,b", "Named([\"a\", \"b\"])", None),
         (R, "no_checks", "false", "true", "true", Some("2")),
         (R, "filo_type", "None", "Long", "Some(Long)", Some("long")),
         (R, "filo_dictionary", "false", "yes", "true", Some("y")),
-        (R, "lenient_eof", "Strict", "true", "Lenient", Some("lenient")),
+        (
+            R,
+            "lenient_eof",
+            "Strict",
+            "true",
+            "Lenient",
+            Some("lenient"),
+        ),
         (R, "varint", "Leb128", "msb-first", "MsbFirst", Some("msb")),
         (R, "app_data", "Json", "msgpack", "Msgpack", Some("bson")),
         (R, "max_dataless_rows", "None", "5", "Some(5)", Some("five")),
@@ -77,20 +105,76 @@ const CASES: &[(SettingKind, &str, &str, &str, &str, Option<&str>)] = {
         (W, "no_sync", "true", "true", "false", Some("off")),
         (W, "compression", "None", "zstd:9", "Some(\"zstd:9\")", None),
         (W, "row_group_size", "None", "100", "Some(100)", Some("0")),
-        (W, "sentinel_collisions_as_na", "Error", "true", "AsNull", Some("na")),
+        (
+            W,
+            "sentinel_collisions_as_na",
+            "Error",
+            "true",
+            "AsNull",
+            Some("na"),
+        ),
         (W, "type", "None", "T", "Some(\"T\")", None),
         (W, "compress_level", "None", "9", "Some(9)", Some("10")),
         (W, "extent_size", "None", "4096", "Some(4096)", Some("big")),
-        (W, "xml", "None", "Cargo.toml", "Some(true)", Some("no/such/file.xml")),
-        (W, "filo_type", "None", "Double", "Some(Double)", Some("double")),
+        (
+            W,
+            "xml",
+            "None",
+            "Cargo.toml",
+            "Some(true)",
+            Some("no/such/file.xml"),
+        ),
+        (
+            W,
+            "filo_type",
+            "None",
+            "Double",
+            "Some(Double)",
+            Some("double"),
+        ),
         (W, "filo_chunk_size", "None", "7", "Some(7)", Some("0")),
-        (W, "filo_encoding", "None", "dict", "Some(DictionaryEncoding)", Some("rle")),
+        (
+            W,
+            "filo_encoding",
+            "None",
+            "dict",
+            "Some(DictionaryEncoding)",
+            Some("rle"),
+        ),
         (W, "lenient_eof", "false", "true", "true", Some("t")),
-        (W, "bcolz_nulls_as_nan", "", "true", "null_policy: Sentinel", Some("nan")),
-        (W, "bcolz_chunklen", "", "1000", "chunklen: Some(1000)", Some("0")),
+        (
+            W,
+            "bcolz_nulls_as_nan",
+            "",
+            "true",
+            "null_policy: Sentinel",
+            Some("nan"),
+        ),
+        (
+            W,
+            "bcolz_chunklen",
+            "",
+            "1000",
+            "chunklen: Some(1000)",
+            Some("0"),
+        ),
         (W, "bcolz_shuffle", "", "2", "shuffle: Bit", Some("7")),
-        (W, "bcolz_carray", "", "true", "kind: Some(Carray)", Some("one")),
-        (W, "bcolz_no_sync", "", "true", "durable: false", Some("fast")),
+        (
+            W,
+            "bcolz_carray",
+            "",
+            "true",
+            "kind: Some(Carray)",
+            Some("one"),
+        ),
+        (
+            W,
+            "bcolz_no_sync",
+            "",
+            "true",
+            "durable: false",
+            Some("fast"),
+        ),
     ]
 };
 
@@ -106,7 +190,11 @@ fn test_every_key_has_a_case_and_every_case_a_key() {
         assert!(!s.doc.is_empty() && !s.default.is_empty(), "{}", s.key);
     }
     for case in CASES {
-        assert!(setting(case.0, case.1).is_some(), "{} is not in SETTINGS", case.1);
+        assert!(
+            setting(case.0, case.1).is_some(),
+            "{} is not in SETTINGS",
+            case.1
+        );
     }
 }
 
@@ -117,14 +205,16 @@ fn test_every_key_has_its_default_takes_a_good_value_and_names_itself_on_a_bad_o
             SettingKind::Read => {
                 let mut o = ReadOptions::default();
                 let before = read_probe(key, &o);
-                o.set(key, good).unwrap_or_else(|e| panic!("{key}={good}: {e}"));
+                o.set(key, good)
+                    .unwrap_or_else(|e| panic!("{key}={good}: {e}"));
                 let failed = bad.map(|bad| ReadOptions::default().set(key, bad).unwrap_err());
                 (before, read_probe(key, &o), failed)
             }
             SettingKind::Write => {
                 let mut o = WriteOptions::default();
                 let before = write_probe(key, &o);
-                o.set(key, good).unwrap_or_else(|e| panic!("{key}={good}: {e}"));
+                o.set(key, good)
+                    .unwrap_or_else(|e| panic!("{key}={good}: {e}"));
                 let failed = bad.map(|bad| WriteOptions::default().set(key, bad).unwrap_err());
                 (before, write_probe(key, &o), failed)
             }
@@ -146,9 +236,15 @@ fn test_every_key_has_its_default_takes_a_good_value_and_names_itself_on_a_bad_o
 fn test_an_unknown_key_lists_the_valid_ones() {
     let e = ReadOptions::default().set("nope", "1").unwrap_err();
     assert!(e.message().contains("\"nope\""), "{e}");
-    assert!(e.message().contains("varint") && e.message().contains("nat_as_null"), "{e}");
+    assert!(
+        e.message().contains("varint") && e.message().contains("nat_as_null"),
+        "{e}"
+    );
     let e = WriteOptions::default().set("varint", "leb128").unwrap_err();
-    assert!(e.message().contains("unknown write setting \"varint\""), "{e}");
+    assert!(
+        e.message().contains("unknown write setting \"varint\""),
+        "{e}"
+    );
 }
 
 #[test]
@@ -156,9 +252,15 @@ fn test_a_key_of_another_format_is_refused_by_name() {
     let mut read = ReadOptions::for_format(Format::Jay);
     let e = read.set_all([("varint", "leb128")]).unwrap_err();
     assert_eq!(e.setting(), Some("varint"));
-    assert!(e.to_string().contains("applies to vs input, not jay"), "{e}");
+    assert!(
+        e.to_string().contains("applies to vs input, not jay"),
+        "{e}"
+    );
     let spelled = e.to_string_spelled(|key, _| format!("--{key}"));
-    assert!(spelled.contains("--varint applies to vs input"), "{spelled}");
+    assert!(
+        spelled.contains("--varint applies to vs input"),
+        "{spelled}"
+    );
 }
 
 #[test]
@@ -193,5 +295,8 @@ fn test_compression_is_checked_by_the_output_format() {
     let e = o.check(Format::Parquet).unwrap_err();
     assert_eq!(e.setting(), Some("compression"), "{e}");
     let e = o.check(Format::Jay).unwrap_err();
-    assert!(e.to_string().contains("applies to parquet, arrow, arrows"), "{e}");
+    assert!(
+        e.to_string().contains("applies to parquet, arrow, arrows"),
+        "{e}"
+    );
 }
