@@ -134,7 +134,7 @@ def test_write_format_options(tmp_path):
     values = list(bcolz.open(str(target))["x"][:])
     assert values[0] == 1.0 and values[1] != values[1] and values[2] == 3.0
     ds = tmp_path / "named.ds"
-    arrowsmith.write(table, ds, type_name="Test::Named", compress_level=9, extent_size=4096)
+    arrowsmith.write(table, ds, type="Test::Named", compress_level=9, extent_size=4096)
     assert arrowsmith.inspect(ds)["rows"] == 3
     assert arrowsmith.read(ds, type="Test::Named").num_rows == 3
 

@@ -75,7 +75,7 @@ impl Setting {
     pub fn value_kind(&self) -> ValueKind {
         match self.values {
             BOOL => ValueKind::Flag,
-            COUNT | COUNT0 | LEVEL | BYTES => ValueKind::Count,
+            COUNT | COUNT0 | LEVEL | BYTES | SHUFFLE => ValueKind::Count,
             NAMES | UTF8 => ValueKind::Names,
             _ => ValueKind::Text,
         }
@@ -115,6 +115,7 @@ const COUNT0: &str = "an integer ≥ 0";
 const LEVEL: &str = "1..9";
 const BYTES: &str = "bytes, 1024..268435456";
 const NAMES: &str = "column names, comma-separated";
+const SHUFFLE: &str = "0 (none), 1 (byte) or 2 (bit)";
 const UTF8: &str = "true, false or field names, comma-separated";
 
 const fn read(
@@ -187,7 +188,7 @@ pub const SETTINGS: &[Setting] = &[
     write("lenient_eof", VS, BOOL, "false", "VS append: give an output that ends without its '$' terminal one first."),
     write("bcolz_nulls_as_nan", BCOLZ, BOOL, "false", "bcolz: write nulls of float columns as NaN and of temporal columns as NaT instead of failing."),
     write("bcolz_chunklen", BCOLZ, COUNT, "bcolz's choice from the row count", "bcolz: rows per chunk."),
-    write("bcolz_shuffle", BCOLZ, "0 (none), 1 (byte) or 2 (bit)", "1", "bcolz: shuffle before compressing."),
+    write("bcolz_shuffle", BCOLZ, SHUFFLE, "1", "bcolz: shuffle before compressing."),
     write("bcolz_carray", BCOLZ, BOOL, "false", "bcolz: write a carray (one column) instead of a ctable."),
     write("bcolz_no_sync", BCOLZ, BOOL, "false", "bcolz: do not flush the new dataset to disk before renaming it into place."),
 ];

@@ -300,3 +300,43 @@ fn test_compression_is_checked_by_the_output_format() {
         "{e}"
     );
 }
+
+/// The reference table of docs/settings.md, rendered from [`SETTINGS`].
+fn markdown() -> String {
+    let mut text = String::from(
+        "| key | kind | applies to | values | default | meaning |\n|---|---|---|---|---|---|\n",
+    );
+    for s in SETTINGS {
+        text.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            s.key,
+            s.kind.name(),
+            s.format_names(),
+            s.values.replace('|', "\\|"),
+            s.default,
+            s.doc
+        ));
+    }
+    text
+}
+
+/// docs/settings.md holds the table as [`SETTINGS`] has it: a key added, changed or removed
+/// fails here until the reference says so.
+#[test]
+fn test_the_settings_reference_lists_every_setting() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/settings.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_default();
+    let table = markdown();
+    if !doc.contains(&table) {
+        let expected = concat!(env!("CARGO_MANIFEST_DIR"), "/target/settings-table.md");
+        let _ = std::fs::write(expected, &table);
+        panic!("docs/settings.md lacks the current table of SETTINGS; it is in {expected}");
+    }
+    for s in SETTINGS {
+        assert!(
+            doc.contains(&format!("| `{}` | {} |", s.key, s.kind.name())),
+            "{}",
+            s.key
+        );
+    }
+}
