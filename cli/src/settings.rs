@@ -222,12 +222,15 @@ mod tests {
         (read, write)
     }
 
+    /// A format, the flags of some of its settings, and the same settings by key.
+    type Case<'a> = (Format, &'a [&'a str], &'a [(&'a str, &'a str)]);
+
     /// The same settings as command-line flags, SQL `OPTIONS` and Python keywords build the
     /// same core options.
     #[cfg(feature = "sql")]
     #[test]
     fn test_the_same_settings_mean_the_same_in_every_front_end() {
-        let cases: &[(Format, &[&str], &[(&str, &str)])] = &[
+        let cases: &[Case] = &[
             (
                 Format::DataSeries,
                 &[

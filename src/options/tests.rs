@@ -40,7 +40,7 @@ fn write_probe(key: &str, o: &WriteOptions) -> String {
         "type" => format!("{:?}", o.dataseries.type_name),
         "compress_level" => format!("{:?}", o.dataseries.level),
         "extent_size" => format!("{:?}", o.dataseries.extent_size),
-        "xml" => format!("{:?}", o.dataseries.xml.as_ref().map(|x| x.len() > 0)),
+        "xml" => format!("{:?}", o.dataseries.xml.as_ref().map(|x| !x.is_empty())),
         "filo_type" => format!("{:?}", o.filo_type),
         "filo_chunk_size" => format!("{:?}", o.filo_chunk_size),
         "filo_encoding" => format!("{:?}", o.filo_hint),
@@ -50,8 +50,18 @@ fn write_probe(key: &str, o: &WriteOptions) -> String {
     }
 }
 
-/// (kind, key, the field at its default, a good value, the field after it, a bad value).
-const CASES: &[(SettingKind, &str, &str, &str, &str, Option<&str>)] = {
+/// One key's case: (kind, key, the field at its default, a good value, the field after it, a bad
+/// value).
+type Case = (
+    SettingKind,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+);
+
+const CASES: &[Case] = {
     use SettingKind::{Read as R, Write as W};
     &[
         (R, "format", "None", "bcolz", "Some(Bcolz)", Some("zip")),
