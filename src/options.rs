@@ -437,7 +437,7 @@ impl WriteOptions {
         }
         if !matches!(format, Format::Vs | Format::Bcolz) {
             return Err(Error::invalid_argument(format!(
-                "{}: append applies to vs and bcolz output, not {format}",
+                "appending ({}) applies to vs and bcolz output, not {format}",
                 Error::setting_phrase("mode")
             ))
             .with_setting("mode"));
