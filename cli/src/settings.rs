@@ -134,14 +134,11 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
-    use arrowsmith::options::SettingKind::{Read, Write};
     use arrowsmith::Format;
-    use clap::{CommandFactory, Parser};
+    use clap::CommandFactory;
 
     use super::*;
-    use crate::{Cli, Command};
+    use crate::Cli;
 
     /// A front end cannot offer a setting the core lacks: every flag of every subcommand is
     /// a key of the core's table, or one of the few that are the command line's own.
@@ -167,70 +164,79 @@ mod tests {
         assert!(flags > 30, "{flags} flags");
     }
 
-    /// Every `'format.*'` key SQL takes names a core key.
+    /// The same settings through the command line, SQL and Python (SQL needs the `sql`
+    /// feature).
     #[cfg(feature = "sql")]
-    #[test]
-    fn test_every_sql_key_names_a_core_key() {
-        for key in arrowsmith_datafusion::sql_keys() {
-            let name = key.strip_prefix("format.").unwrap();
-            let core = arrowsmith_datafusion::core_key(name).unwrap_or_else(|| panic!("{key}"));
-            assert!(
-                options::setting(Read, core).is_some() || options::setting(Write, core).is_some(),
-                "{key}"
-            );
-        }
-    }
+    mod across_front_ends {
+        use std::collections::HashMap;
 
-    /// The options `convert` builds from its flags.
-    fn from_flags(flags: &[&str], from: Format, to: Format) -> (ReadOptions, WriteOptions) {
-        let mut argv = vec!["arrowsmith", "convert", "in", "out"];
-        argv.extend_from_slice(flags);
-        let Command::Convert(args) = Cli::try_parse_from(argv).unwrap().command else {
-            panic!("not convert");
-        };
-        let mut read = ReadOptions::for_format(from);
-        let mut write = WriteOptions {
-            format: Some(to),
-            ..Default::default()
-        };
-        let mut settings = crate::convert::settings(&args);
-        // Scan settings SQL and Python take otherwise than by key.
-        settings.0.retain(|(key, _)| *key != "batch_size");
-        settings.conversion(&mut read, &mut write).unwrap();
-        (read, write)
-    }
+        use arrowsmith::options::SettingKind::{Read, Write};
+        use arrowsmith::Format;
+        use clap::Parser;
 
-    /// The options Python's keywords build: each keyword is its key (python/src/options.rs).
-    fn from_keywords(
-        keywords: &[(&str, &str)],
-        from: Format,
-        to: Format,
-    ) -> (ReadOptions, WriteOptions) {
-        let mut read = ReadOptions::for_format(from);
-        let mut write = WriteOptions {
-            format: Some(to),
-            ..Default::default()
-        };
-        for (key, value) in keywords {
-            if options::setting(Read, key).is_some() {
-                read.set_all([(*key, *value)]).unwrap();
-            }
-            if options::setting(Write, key).is_some() {
-                write.set_all([(*key, *value)]).unwrap();
+        use super::super::*;
+        use crate::{Cli, Command};
+
+        /// Every `'format.*'` key SQL takes names a core key.
+        #[test]
+        fn test_every_sql_key_names_a_core_key() {
+            for key in arrowsmith_datafusion::sql_keys() {
+                let name = key.strip_prefix("format.").unwrap();
+                let core = arrowsmith_datafusion::core_key(name).unwrap_or_else(|| panic!("{key}"));
+                assert!(
+                    options::setting(Read, core).is_some()
+                        || options::setting(Write, core).is_some(),
+                    "{key}"
+                );
             }
         }
-        (read, write)
-    }
 
-    /// A format, the flags of some of its settings, and the same settings by key.
-    type Case<'a> = (Format, &'a [&'a str], &'a [(&'a str, &'a str)]);
+        /// The options `convert` builds from its flags.
+        fn from_flags(flags: &[&str], from: Format, to: Format) -> (ReadOptions, WriteOptions) {
+            let mut argv = vec!["arrowsmith", "convert", "in", "out"];
+            argv.extend_from_slice(flags);
+            let Command::Convert(args) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("not convert");
+            };
+            let mut read = ReadOptions::for_format(from);
+            let mut write = WriteOptions {
+                format: Some(to),
+                ..Default::default()
+            };
+            let mut settings = crate::convert::settings(&args);
+            // Scan settings SQL and Python take otherwise than by key.
+            settings.0.retain(|(key, _)| *key != "batch_size");
+            settings.conversion(&mut read, &mut write).unwrap();
+            (read, write)
+        }
 
-    /// The same settings as command-line flags, SQL `OPTIONS` and Python keywords build the
-    /// same core options.
-    #[cfg(feature = "sql")]
-    #[test]
-    fn test_the_same_settings_mean_the_same_in_every_front_end() {
-        let cases: &[Case] = &[
+        /// The options Python's keywords build: each keyword is its key (python/src/options.rs).
+        fn from_keywords(
+            keywords: &[(&str, &str)],
+            from: Format,
+            to: Format,
+        ) -> (ReadOptions, WriteOptions) {
+            let mut read = ReadOptions::for_format(from);
+            let mut write = WriteOptions {
+                format: Some(to),
+                ..Default::default()
+            };
+            for (key, value) in keywords {
+                if options::setting(Read, key).is_some() {
+                    read.set_all([(*key, *value)]).unwrap();
+                }
+                if options::setting(Write, key).is_some() {
+                    write.set_all([(*key, *value)]).unwrap();
+                }
+            }
+            (read, write)
+        }
+
+        /// A format, the flags of some of its settings, and the same settings by key.
+        type Case<'a> = (Format, &'a [&'a str], &'a [(&'a str, &'a str)]);
+
+        /// Settings of every kind, as flags and by key.
+        const CASES: &[Case<'static>] = &[
             (
                 Format::DataSeries,
                 &[
@@ -341,36 +347,43 @@ mod tests {
                 &[("row_group_size", "1000"), ("compression", "gzip:9")],
             ),
         ];
-        for (format, flags, keywords) in cases {
-            let (cli_read, cli_write) = from_flags(flags, *format, *format);
-            let (py_read, py_write) = from_keywords(keywords, *format, *format);
-            let map: HashMap<String, String> = keywords
-                .iter()
-                .map(|(k, v)| (format!("format.{k}"), v.to_string()))
-                .collect();
-            let sql = arrowsmith_datafusion::ArrowsmithOptions::from_map(&map, *format).unwrap();
-            let untouched = from_keywords(&[], *format, *format);
-            assert_ne!(
-                (format!("{cli_read:?}"), format!("{cli_write:?}")),
-                (format!("{:?}", untouched.0), format!("{:?}", untouched.1)),
-                "{format}: the flags set nothing"
-            );
-            assert_eq!(cli_read, py_read, "{format}: flags and keywords");
-            assert_eq!(cli_read.format_options, sql.read, "{format}: flags and SQL");
-            let sql_write = WriteOptions {
-                format: Some(*format),
-                ..sql.write.clone()
-            };
-            assert_eq!(
-                format!("{cli_write:?}"),
-                format!("{py_write:?}"),
-                "{format}"
-            );
-            assert_eq!(
-                format!("{cli_write:?}"),
-                format!("{sql_write:?}"),
-                "{format}"
-            );
+
+        /// The same settings as command-line flags, SQL `OPTIONS` and Python keywords build the
+        /// same core options.
+        #[test]
+        fn test_the_same_settings_mean_the_same_in_every_front_end() {
+            for (format, flags, keywords) in CASES {
+                let (cli_read, cli_write) = from_flags(flags, *format, *format);
+                let (py_read, py_write) = from_keywords(keywords, *format, *format);
+                let map: HashMap<String, String> = keywords
+                    .iter()
+                    .map(|(k, v)| (format!("format.{k}"), v.to_string()))
+                    .collect();
+                let sql =
+                    arrowsmith_datafusion::ArrowsmithOptions::from_map(&map, *format).unwrap();
+                let untouched = from_keywords(&[], *format, *format);
+                assert_ne!(
+                    (format!("{cli_read:?}"), format!("{cli_write:?}")),
+                    (format!("{:?}", untouched.0), format!("{:?}", untouched.1)),
+                    "{format}: the flags set nothing"
+                );
+                assert_eq!(cli_read, py_read, "{format}: flags and keywords");
+                assert_eq!(cli_read.format_options, sql.read, "{format}: flags and SQL");
+                let sql_write = WriteOptions {
+                    format: Some(*format),
+                    ..sql.write.clone()
+                };
+                assert_eq!(
+                    format!("{cli_write:?}"),
+                    format!("{py_write:?}"),
+                    "{format}"
+                );
+                assert_eq!(
+                    format!("{cli_write:?}"),
+                    format!("{sql_write:?}"),
+                    "{format}"
+                );
+            }
         }
     }
 
