@@ -257,6 +257,7 @@ pub fn check_target(target: &Path, replaceable: Replaceable, overwrite: bool) ->
         return Err(Error::invalid_argument(
             "the output already exists; set the overwrite option to replace it",
         )
+        .with_setting("overwrite")
         .with_file(target));
     }
     Ok(Existing::Output)

@@ -56,7 +56,10 @@ pub fn open(
                 .build(path)?,
         )),
         Format::Bcolz => Ok(Box::new(
-            bcolz::ReaderBuilder::new().with_scan(scan).build(path)?,
+            formats
+                .bcolz
+                .apply(bcolz::ReaderBuilder::new().with_scan(scan))
+                .build(path)?,
         )),
         Format::Vs => Ok(Box::new(
             vs::ReaderBuilder::new()
@@ -132,12 +135,12 @@ pub fn create(
     options: &WriteOptions,
 ) -> Result<Box<dyn BatchWriter + Send>> {
     let path = path.as_ref();
-    let format = match options.format {
-        Some(f) => f,
-        // Standard output has no extension: the IPC stream is what pipes carry.
-        None if is_stdin(path) => Format::ArrowStream,
-        None => Format::for_output(path)?,
-    };
+    // Standard output has no extension: the IPC stream is what pipes carry.
+    let format = options.output_format(path)?;
+    options.check(format)?;
+    if let Some(appender) = options.appender(path, format, schema.clone())? {
+        return Ok(appender);
+    }
     if is_stdin(path) && !format.streams() {
         return Err(Error::invalid_argument(format!(
             "{format} cannot be written to standard output (-): only arrows, csv and ndjson \
@@ -145,7 +148,7 @@ pub fn create(
         )));
     }
     if !is_stdin(path) {
-        check_output(path, format, options.overwrite)?;
+        check_output(path, format, options.overwrite())?;
     }
     match format {
         Format::Jay => {
@@ -168,7 +171,7 @@ pub fn create(
         Format::Filo => {
             let mut filo_options = filo::WriterOptions::default()
                 .with_hint(options.filo_hint.unwrap_or_default())
-                .with_overwrite(options.overwrite)
+                .with_overwrite(options.overwrite())
                 .with_durable(options.durable);
             if let Some(rows) = options.filo_chunk_size {
                 filo_options = filo_options.with_chunk_size(rows);
@@ -197,7 +200,7 @@ pub fn create(
         }
         Format::Bcolz => {
             let mut bcolz_options = options.bcolz.clone();
-            if options.overwrite {
+            if options.overwrite() {
                 bcolz_options = bcolz_options.with_overwrite(true);
             }
             if !options.durable {
@@ -240,9 +243,19 @@ pub fn write_all(
     path: impl AsRef<Path>,
     options: &WriteOptions,
 ) -> Result<WriteSummary> {
-    let mut writer = create(path, reader.schema(), options)?;
-    for batch in reader {
-        writer.write(&batch?)?;
+    let path = path.as_ref();
+    if options.appends_vs(path)? {
+        options.check(Format::Vs)?;
+        let summary = vs::append(path, reader, &options.vs_append_options()?)?;
+        return Ok(WriteSummary {
+            rows: summary.rows,
+            warnings: Vec::new(),
+        });
     }
-    writer.finish()
+    let mut writer = create(path, reader.schema(), options).map_err(|e| e.with_file(path))?;
+    for batch in reader {
+        let batch = batch.map_err(Error::from_arrow_owned)?;
+        writer.write(&batch).map_err(|e| e.with_file(path))?;
+    }
+    writer.finish().map_err(|e| e.with_file(path))
 }

@@ -177,6 +177,8 @@ struct Inner {
     field: Option<String>,
     offset: Option<u64>,
     row: Option<u64>,
+    setting: Option<String>,
+    setting_kind: Option<crate::options::SettingKind>,
     source: Option<Source>,
 }
 
@@ -192,6 +194,8 @@ impl Error {
                 field: None,
                 offset: None,
                 row: None,
+                setting: None,
+                setting_kind: None,
                 source: None,
             }),
         }
@@ -200,6 +204,43 @@ impl Error {
     /// An [`ErrorClass::InvalidArgument`] error: the caller asked for something impossible.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(ErrorClass::InvalidArgument, message)
+    }
+
+    /// An [`ErrorClass::InvalidArgument`] error about the setting `key` (a key of
+    /// [`options::SETTINGS`](crate::options::SETTINGS)): its message begins with the setting
+    /// named as [`Error::setting_phrase`] does, which each front end spells its own way with
+    /// [`Error::to_string_spelled`].
+    pub fn for_setting(key: &str, message: impl AsRef<str>) -> Self {
+        Self::invalid_argument(format!(
+            "{}: {}",
+            Self::setting_phrase(key),
+            message.as_ref()
+        ))
+        .with_setting(key)
+    }
+
+    /// How a message names the setting `key`: `the KEY option`. A front end replaces exactly
+    /// this phrase with its own spelling (a flag, a keyword, an SQL key).
+    pub fn setting_phrase(key: &str) -> String {
+        format!("the {key} option")
+    }
+
+    /// Names the setting the error is about (its message names it as
+    /// [`Error::setting_phrase`] does), unless an inner call already named one.
+    pub fn with_setting(mut self, key: &str) -> Self {
+        if self.inner.setting.is_none() {
+            self.inner.setting = Some(key.to_owned());
+        }
+        self
+    }
+
+    /// Says whether the setting named is the read or the write one, for the keys that are
+    /// both (`format`, `type`, `filo_type`, `lenient_eof`).
+    pub fn with_setting_kind(mut self, kind: crate::options::SettingKind) -> Self {
+        if self.inner.setting_kind.is_none() {
+            self.inner.setting_kind = Some(kind);
+        }
+        self
     }
 
     /// An [`ErrorClass::Unsupported`] error: valid, but not implemented by this build.
@@ -289,6 +330,31 @@ impl Error {
     pub fn row(&self) -> Option<u64> {
         self.inner.row
     }
+    /// The key of the setting the error is about, if it is about one.
+    pub fn setting(&self) -> Option<&str> {
+        self.inner.setting.as_deref()
+    }
+    /// Whether [`Error::setting`] is the read or the write setting, when that was said.
+    pub fn setting_kind(&self) -> Option<crate::options::SettingKind> {
+        self.inner.setting_kind
+    }
+
+    /// The error's `Display` text with its setting named by `spell(key, kind)` (a front end's
+    /// flag, keyword or key) instead of [`Error::setting_phrase`].
+    pub fn to_string_spelled(
+        &self,
+        spell: impl Fn(&str, Option<crate::options::SettingKind>) -> String,
+    ) -> String {
+        let text = self.to_string();
+        match self.setting() {
+            Some(key) => text.replace(
+                &Self::setting_phrase(key),
+                &spell(key, self.inner.setting_kind),
+            ),
+            None => text,
+        }
+    }
+
     /// The error that caused this one, when another library raised it. Its text is already part
     /// of this error's `Display`.
     pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {

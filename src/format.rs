@@ -165,6 +165,8 @@ impl Format {
                 Error::invalid_argument(
                     "cannot tell the format from the content or the extension; name it with the format option",
                 )
+                .with_setting("format")
+                .with_setting_kind(crate::options::SettingKind::Read)
                 .with_file(path)
             })
     }
@@ -175,6 +177,8 @@ impl Format {
             Error::invalid_argument(
                 "cannot tell the output format from the extension; name it with the format option",
             )
+            .with_setting("format")
+            .with_setting_kind(crate::options::SettingKind::Write)
             .with_file(path)
         })
     }

@@ -120,6 +120,8 @@ impl StreamInput {
                 Error::invalid_argument(
                     "cannot tell the format from the content or the extension; name it with the format option",
                 )
+                .with_setting("format")
+                .with_setting_kind(crate::options::SettingKind::Read)
                 .with_file(&self.name)
             })?,
         };

@@ -76,7 +76,9 @@ pub use format::Format;
 pub use fragment::{fragments, open_fragment, Fragment};
 pub use input::StreamInput;
 pub use inspect::{inspect, InspectOptions};
-pub use options::{FormatOptions, ReadOptions, WriteOptions};
+pub use options::{
+    FormatOptions, ReadOptions, Setting, SettingKind, WriteMode, WriteOptions, SETTINGS,
+};
 pub use read_ahead::{read_ahead, ReadAhead, DEFAULT_READ_AHEAD};
 pub use salvage::{SalvageReport, Skipped};
 pub use scan::{FragmentRange, Projection, ScanOptions, DEFAULT_BATCH_SIZE, DEFAULT_TARGET_ROWS};

@@ -378,3 +378,31 @@ fn a_second_appender_waits_or_is_told_the_dataset_is_busy() {
     waiting.join().unwrap();
     assert_eq!(read_one(&path).num_rows(), 3 * rows.num_rows());
 }
+
+/// `mode = append` is resolved by the core's `write_all`: the rows go after those of an existing
+/// bcolz dataset (its format recognised from it), a missing one is created, and `mode = error`
+/// refuses an existing one, naming the setting that replaces it.
+#[test]
+fn the_append_mode_of_write_all_appends_to_a_bcolz_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("num_int32");
+    copy_dir(&data("bcolz").join("datasets/num_int32"), &path);
+    let before = read_one(&path);
+    let mut options = arrowsmith::WriteOptions::default();
+    let reader = || arrow_array::RecordBatchIterator::new([Ok(before.clone())], before.schema());
+    options.set("format", "bcolz").unwrap();
+    let e = arrowsmith::write_all(reader(), &path, &options).unwrap_err();
+    assert_eq!(e.setting(), Some("overwrite"), "{e}");
+    // Appending, the dataset's own format is the output's.
+    options.format = None;
+    options.set("mode", "append").unwrap();
+    let summary = arrowsmith::write_all(reader(), &path, &options).unwrap();
+    assert_eq!(summary.rows, before.num_rows() as u64);
+    let after = read_one(&path);
+    assert_eq!(after.num_rows(), 2 * before.num_rows());
+    assert_eq!(after.slice(before.num_rows(), before.num_rows()), before);
+
+    let missing = tmp.path().join("new.bcolz");
+    arrowsmith::write_all(reader(), &missing, &options).unwrap();
+    assert_eq!(read_one(&missing).num_rows(), before.num_rows());
+}

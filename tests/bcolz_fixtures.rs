@@ -451,6 +451,35 @@ fn projection_by_name_reads_only_those_columns() {
         .is_err());
 }
 
+/// The bcolz read settings reach the generic `open` by key: NaT kept raw, the carray's
+/// column named, no read-ahead.
+#[test]
+fn bcolz_read_settings_reach_the_generic_open() {
+    let path = data("bcolz").join("datasets/datetime64_ns");
+    let read = |settings: &[(&str, &str)]| {
+        let mut options = arrowsmith::ReadOptions::for_format(arrowsmith::Format::Bcolz);
+        options.set_all(settings.iter().copied()).unwrap();
+        let batches: Vec<RecordBatch> = arrowsmith::open(&path, &options)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    let default = read(&[]);
+    assert_eq!(default.schema().field(0).name(), "datetime64_ns");
+    assert_eq!(default.column(0).null_count(), 1);
+    let set = read(&[
+        ("nat_as_null", "false"),
+        ("carray_name", "when"),
+        ("read_ahead", "0"),
+    ]);
+    assert_eq!(set.schema().field(0).name(), "when");
+    assert_eq!(set.column(0).null_count(), 0);
+    let raw = set.column(0).as_primitive::<TimestampNanosecondType>();
+    assert_eq!(raw.value(1), i64::MIN);
+    assert_eq!(set.num_rows(), default.num_rows());
+}
+
 /// A copy of a fixture dataset in a temporary directory, to damage.
 fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();

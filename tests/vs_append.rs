@@ -473,3 +473,30 @@ fn an_append_that_fills_the_disk_leaves_the_file_as_it_was() {
     // A file without '$' gets one for the append; it goes again with the rest.
     full_disk_append("no_terminal.vs", true);
 }
+
+/// `mode = append` is resolved by the core's `write_all`: a missing vs file is created, an
+/// existing one (its format recognised from it) is appended to in place, and `create` alone,
+/// which has no whole input, refuses to append to one.
+#[test]
+fn the_append_mode_of_write_all_appends_to_a_vs_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("points.vs");
+    let mut options = arrowsmith::WriteOptions::default();
+    options.set("mode", "append").unwrap();
+    let input = |first, count| {
+        let batch = points(first, count);
+        let schema = batch.schema();
+        RecordBatchIterator::new(vec![Ok(batch)], schema)
+    };
+    arrowsmith::write_all(input(0, 5), &path, &options).unwrap();
+    let summary = arrowsmith::write_all(input(5, 7), &path, &options).unwrap();
+    assert_eq!(summary.rows, 7);
+    assert_eq!(check_sequence(&path), Ok(12));
+    let e = arrowsmith::create(&path, points(0, 1).schema(), &options)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("use write_all"), "{e}");
+    options.set("mode", "error").unwrap();
+    assert!(arrowsmith::write_all(input(0, 1), &path, &options).is_err());
+    assert_eq!(check_sequence(&path), Ok(12));
+}

@@ -4,14 +4,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
 use arrowsmith::{
-    CollisionPolicy, Error, ErrorClass, Format, FormatOptions, ReadOptions, SalvageReport,
-    ScanOptions, WriteOptions,
+    Error, ErrorClass, Format, ReadOptions, SalvageReport, Skipped, WriteMode, WriteOptions,
 };
 
 use super::progress::Progress;
-use super::{print_err, projection, CliResult, ConvertArgs, Failure};
+use super::settings::{spell_text, Settings};
+use super::{print_err, CliResult, ConvertArgs};
 
 pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert frame.jay frame.parquet
@@ -30,119 +31,19 @@ pub(crate) const AFTER_HELP: &str = "Examples:
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let started = Instant::now();
     let (from, stream) = super::open_input(&args.input, args.from)?;
-    let to = match args.to {
-        Some(format) => format,
-        // Appending: the target exists, so its structure tells.
-        None if args.append && args.output.exists() => Format::detect(&args.output)?,
-        // Standard output carries the Arrow IPC stream unless another format is named.
-        None if arrowsmith::is_stdin(&args.output) => Format::ArrowStream,
-        None => Format::for_output(&args.output)?,
-    };
-    super::dataseries::check_read_args_for(from, Some(to), &args.ds_read)?;
-    check_format_options(&args, from, to)?;
-    if args.filo_dictionary && from != Format::Filo {
-        return Err(Error::invalid_argument("--filo-dictionary applies to filo input").into());
-    }
-    if args.max_dataless_rows.is_some() && from != Format::Jay {
-        return Err(Error::invalid_argument("--max-dataless-rows applies to jay input").into());
-    }
-    if args.filo_type.is_some() && from != Format::FiloVector && to != Format::FiloVector {
-        return Err(
-            Error::invalid_argument("--filo-type applies to filo-vector input or output").into(),
-        );
-    }
+    let (read, write) = options(&args, from)?;
     refuse_same_file(&args.input, &args.output)?;
-
-    let mut read_options = ReadOptions {
-        format: Some(from),
-        scan: ScanOptions {
-            batch_size: Some(args.batch_size),
-            projection: projection(&args.columns),
-            limit: args.limit,
-            ..Default::default()
-        },
-        format_options: FormatOptions {
-            filo_type: args.filo_type,
-            filo_dictionary: args.filo_dictionary,
-            vs: super::vs_read_options(args.lenient_eof, args.varint, args.app_data),
-            dataseries: super::dataseries::read_options(&args.ds_read),
-            max_dataless_rows: args.max_dataless_rows,
-        },
-    };
-    let report = SalvageReport::new();
-    if args.salvage {
-        if !from.salvages() {
-            return Err(Error::invalid_argument(format!(
-                "--salvage applies to jay, dataseries, filo, vs and bcolz input, not {from}"
-            ))
-            .into());
-        }
-        read_options = read_options.with_salvage(report.clone());
-    }
-    let write_options = WriteOptions {
-        format: Some(to),
-        compression: args.compression.clone(),
-        row_group_size: args.row_group_size,
-        overwrite: args.overwrite,
-        durable: !args.no_sync,
-        sentinel_collisions: if args.sentinel_collisions_as_na {
-            CollisionPolicy::AsNull
-        } else {
-            CollisionPolicy::default()
-        },
-        filo_chunk_size: args.filo_chunk_size,
-        filo_hint: args.filo_encoding,
-        filo_type: args.filo_type,
-        vs: arrowsmith::vs::VsWriteOptions {
-            lenient_eof: args.lenient_eof,
-            ..Default::default()
-        },
-        bcolz: bcolz_options(&args, from),
-        dataseries: super::dataseries::write_options(&args.ds_write, &args.ds_read, from)?,
-    };
+    let report = read.scan.report.clone();
 
     super::interrupt::install();
-    let interrupted = || match super::interrupt::received() {
-        Some(signal) => Err(Failure::Interrupted {
-            signal,
-            output: args.output.clone(),
-        }),
-        None => Ok(()),
-    };
     let reader = match args.fragment {
-        Some(k) => {
-            let target = args.target_rows.unwrap_or(arrowsmith::DEFAULT_TARGET_ROWS);
-            let fragments = arrowsmith::fragments(&args.input, &read_options, target)?;
-            let fragment = fragments.get(k).ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "there is no fragment {k}: the input has {} at --target-rows {target} \
-                     (0 to {})",
-                    fragments.len(),
-                    fragments.len() - 1
-                ))
-                .with_file(&args.input)
-            })?;
-            arrowsmith::open_fragment(fragment, &read_options)?
-        }
+        Some(k) => open_fragment(&args, k, &read)?,
         None => match stream {
-            Some(input) => arrowsmith::open_stream(input, &read_options)?,
-            None => arrowsmith::open(&args.input, &read_options)?,
+            Some(input) => arrowsmith::open_stream(input, &read)?,
+            None => arrowsmith::open(&args.input, &read)?,
         },
     };
     let columns = reader.schema().fields().len();
-    if args.append && to == Format::Vs {
-        let rows = append(&args, reader, write_options)?;
-        return report_written(&args, rows, columns, started);
-    }
-    let mut writer: Box<dyn arrowsmith::BatchWriter + Send> = if args.append {
-        Box::new(bcolz::Appender::try_new(
-            &args.output,
-            reader.schema(),
-            write_options.bcolz.null_policy(),
-        )?)
-    } else {
-        arrowsmith::create(&args.output, reader.schema(), &write_options)?
-    };
     let mut progress = Progress::new(
         || match from {
             _ if args.fragment.is_some() => None,
@@ -157,58 +58,195 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
     // Decoding the next batches overlaps with writing this one.
     let reader = arrowsmith::read_ahead(reader, arrowsmith::DEFAULT_READ_AHEAD)
         .map_err(|e| Error::from(e).with_file(&args.input))?;
-    let mut rows = 0u64;
-    for batch in reader {
-        let batch = batch.map_err(|e| Error::from_arrow_owned(e).with_file(&args.input))?;
-        writer
-            .write(&batch)
-            .map_err(|e| e.with_file(&args.output))?;
-        rows += batch.num_rows() as u64;
-        progress.add(batch.num_rows());
-        interrupted()?;
-    }
-    interrupted()?;
-    let skipped = report.take();
-    for part in &skipped {
-        print_err(&format!("warning: skipped {part}"));
-    }
-    if !skipped.is_empty() && rows == 0 {
-        // The unfinished writer is dropped, which leaves no output behind.
-        return Err(Error::new(
-            ErrorClass::BadValue,
-            format!(
-                "nothing could be salvaged: every part read was damaged ({} skipped)",
-                skipped.len()
-            ),
-        )
-        .with_file(&args.input)
-        .into());
-    }
-    let summary = writer.finish().map_err(|e| e.with_file(&args.output))?;
+    let mut skipped = Vec::new();
+    let watched = Watched {
+        inner: Box::new(reader),
+        args: &args,
+        progress: &mut progress,
+        report: report.as_ref(),
+        skipped: &mut skipped,
+        rows: 0,
+    };
+    let summary = arrowsmith::write_all(watched, &args.output, &write)?;
     progress.finish();
     for warning in &summary.warnings {
-        print_err(&format!(
-            "warning: {}",
-            crate::cli_spelling(&warning.to_string())
-        ));
+        print_err(&format!("warning: {}", spell_text(warning)));
     }
-    if !skipped.is_empty() {
-        let lost: u64 = skipped.iter().filter_map(|s| s.rows).sum();
-        let unknown = skipped
-            .iter()
-            .any(|s| s.rows.is_none() && s.part != "column");
-        print_err(&format!(
-            "warning: salvaged {rows} rows; skipped {} damaged {} ({lost} rows{})",
-            skipped.len(),
-            if skipped.len() == 1 { "part" } else { "parts" },
-            if unknown {
-                " and more whose count is unknown"
-            } else {
-                ""
-            }
-        ));
-    }
+    warn_salvaged(&skipped, summary.rows);
     report_written(&args, summary.rows, columns, started)
+}
+
+/// The read and write options the flags ask for, checked against the input format `from` and
+/// the output's format (named, that of an OUTPUT appended to, or from its extension).
+fn options(args: &ConvertArgs, from: Format) -> CliResult<(ReadOptions, WriteOptions)> {
+    let mut read = ReadOptions::for_format(from);
+    let mut write = WriteOptions {
+        format: args.to,
+        ..Default::default()
+    };
+    if args.append {
+        write.mode = WriteMode::Append;
+    }
+    write.format = Some(write.output_format(&args.output)?);
+    settings(args).conversion(&mut read, &mut write)?;
+    let to = write.format.unwrap_or(Format::ArrowStream);
+    write.check(to)?;
+    if to == Format::Bcolz {
+        // bcolz chooses chunklen from the expected length: the input's row count when known.
+        if let Some(rows) = arrowsmith::inspect::known_rows(&args.input, from) {
+            let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
+            write.bcolz = write.bcolz.with_expected_len(rows.max(1));
+        }
+    }
+    Ok((read, write))
+}
+
+/// The settings the flags of `convert` give, as the core's keys.
+pub(crate) fn settings(args: &ConvertArgs) -> Settings {
+    let mut s = Settings::default();
+    s.value("columns", args.columns.as_ref().map(|c| c.join(",")))
+        .value("limit", args.limit)
+        .value("batch_size", Some(args.batch_size))
+        .flag("salvage", args.salvage)
+        .value("compression", args.compression.as_ref())
+        .flag("no_sync", args.no_sync)
+        .value("row_group_size", args.row_group_size)
+        .flag("sentinel_collisions_as_na", args.sentinel_collisions_as_na)
+        .value("filo_type", args.filo_type.as_ref())
+        .flag("filo_dictionary", args.filo_dictionary)
+        .value("filo_chunk_size", args.filo_chunk_size)
+        .value("filo_encoding", args.filo_encoding.as_ref())
+        .flag("lenient_eof", args.lenient_eof)
+        .value("varint", args.varint.as_ref())
+        .value("app_data", args.app_data.as_ref())
+        .value("max_dataless_rows", args.max_dataless_rows)
+        .value("nat_as_null", args.nat_as_null.as_ref())
+        .value("carray_name", args.carray_name.as_ref())
+        .value("read_ahead", args.read_ahead)
+        .flag("bcolz_nulls_as_nan", args.bcolz_nulls_as_nan)
+        .value("bcolz_chunklen", args.bcolz_chunklen)
+        .value("bcolz_shuffle", args.bcolz_shuffle)
+        .flag("bcolz_carray", args.bcolz_carray)
+        .flag("bcolz_no_sync", args.bcolz_no_sync)
+        .flag("overwrite", args.overwrite);
+    args.ds_read.settings(&mut s);
+    args.ds_write.settings(&mut s);
+    s
+}
+
+/// Fragment `k` of the input's listing at `--target-rows`, opened.
+fn open_fragment(
+    args: &ConvertArgs,
+    k: usize,
+    read: &ReadOptions,
+) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
+    let target = args.target_rows.unwrap_or(arrowsmith::DEFAULT_TARGET_ROWS);
+    let fragments = arrowsmith::fragments(&args.input, read, target)?;
+    let fragment = fragments.get(k).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "there is no fragment {k}: the input has {} at --target-rows {target} (0 to {})",
+            fragments.len(),
+            fragments.len().saturating_sub(1)
+        ))
+        .with_file(&args.input)
+    })?;
+    arrowsmith::open_fragment(fragment, read)
+}
+
+/// The batches on their way to the writer: counted for the progress bar, each followed by a
+/// look for a signal, and at the end refused when salvage skipped everything (so the writer
+/// is dropped unfinished, leaving no output).
+struct Watched<'a, F: FnOnce() -> Option<u64>> {
+    inner: Box<dyn RecordBatchReader + Send + 'a>,
+    args: &'a ConvertArgs,
+    progress: &'a mut Progress<F>,
+    report: Option<&'a SalvageReport>,
+    /// The parts salvage skipped, each named in a `warning:` line at the end of the input.
+    skipped: &'a mut Vec<Skipped>,
+    rows: u64,
+}
+
+impl<F: FnOnce() -> Option<u64>> Watched<'_, F> {
+    /// A stop request, named by the output, which is left untouched.
+    fn interrupted(&self) -> Result<(), ArrowError> {
+        match super::interrupt::received() {
+            Some(_) => {
+                let stop = Error::from(std::io::Error::from(std::io::ErrorKind::Interrupted))
+                    .with_file(&self.args.output);
+                Err(ArrowError::ExternalError(Box::new(stop)))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// At the end: the parts skipped, named; an error when nothing could be salvaged from an
+    /// input whose every part read was damaged.
+    fn nothing_salvaged(&mut self) -> Option<Error> {
+        *self.skipped = self.report?.take();
+        for part in self.skipped.iter() {
+            print_err(&format!("warning: skipped {part}"));
+        }
+        let skipped = self.skipped.len();
+        (skipped > 0 && self.rows == 0).then(|| {
+            Error::new(
+                ErrorClass::BadValue,
+                format!(
+                    "nothing could be salvaged: every part read was damaged ({skipped} skipped)"
+                ),
+            )
+            .with_file(&self.args.input)
+        })
+    }
+}
+
+impl<F: FnOnce() -> Option<u64>> Iterator for Watched<'_, F> {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Err(e) = self.interrupted() {
+            return Some(Err(e));
+        }
+        match self.inner.next() {
+            Some(Ok(batch)) => {
+                self.rows += batch.num_rows() as u64;
+                self.progress.add(batch.num_rows());
+                Some(Ok(batch))
+            }
+            Some(Err(e)) => Some(Err(ArrowError::ExternalError(Box::new(
+                Error::from_arrow_owned(e).with_file(&self.args.input),
+            )))),
+            None => self
+                .nothing_salvaged()
+                .map(|e| Err(ArrowError::ExternalError(Box::new(e)))),
+        }
+    }
+}
+
+impl<F: FnOnce() -> Option<u64>> RecordBatchReader for Watched<'_, F> {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
+    }
+}
+
+/// The closing `warning:` line of a salvaging read: what it skipped in all.
+fn warn_salvaged(skipped: &[Skipped], rows: u64) {
+    if skipped.is_empty() {
+        return;
+    }
+    let lost: u64 = skipped.iter().filter_map(|s| s.rows).sum();
+    let unknown = skipped
+        .iter()
+        .any(|s| s.rows.is_none() && s.part != "column");
+    print_err(&format!(
+        "warning: salvaged {rows} rows; skipped {} damaged {} ({lost} rows{})",
+        skipped.len(),
+        if skipped.len() == 1 { "part" } else { "parts" },
+        if unknown {
+            " and more whose count is unknown"
+        } else {
+            ""
+        }
+    ));
 }
 
 /// The closing line on stderr, unless `--quiet` or the output is standard output, whose
@@ -227,115 +265,6 @@ fn report_written(args: &ConvertArgs, rows: u64, columns: usize, started: Instan
     Ok(())
 }
 
-fn bcolz_options(args: &ConvertArgs, from: Format) -> bcolz::WriterOptions {
-    let mut options = bcolz::WriterOptions::default();
-    if args.bcolz_nulls_as_nan {
-        options = options.with_null_policy(NullPolicy::Sentinel);
-    }
-    if let Some(n) = args.bcolz_chunklen {
-        options = options.with_chunklen(n as u64);
-    }
-    if let Some(code) = args.bcolz_shuffle {
-        options = options.with_shuffle(Shuffle::from_code(code as i64).unwrap_or_default());
-    }
-    if args.bcolz_carray {
-        options = options.with_kind(bcolz::Kind::Carray);
-    }
-    if args.bcolz_no_sync {
-        options = options.with_durable(false);
-    }
-    // bcolz chooses chunklen from the expected length: the input's row count when known.
-    if let Some(rows) = arrowsmith::inspect::known_rows(&args.input, from) {
-        let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
-        options = options.with_expected_len(rows.max(1));
-    }
-    options
-}
-
-/// Options that belong to one output format are refused with another, rather than ignored.
-fn check_format_options(args: &ConvertArgs, from: Format, to: Format) -> arrowsmith::Result<()> {
-    let refuse = |option: &str, applies: &str| {
-        Err(Error::invalid_argument(format!(
-            "{option} applies to {applies} output, not {to}"
-        )))
-    };
-    if let Some(spec) = &args.compression {
-        match to {
-            Format::Parquet => {
-                arrowsmith::ecosystem::parquet::compression(Some(spec))?;
-            }
-            Format::Arrow | Format::ArrowStream => {
-                arrowsmith::ecosystem::ipc::compression(Some(spec))?;
-            }
-            Format::DataSeries => {
-                arrowsmith::dataseries::WriterOptions::from_compression(Some(spec))?;
-            }
-            Format::Vs => {
-                if arrowsmith::vs::Compression::parse(spec).is_none() {
-                    return Err(Error::invalid_argument(format!(
-                        "--compression {spec}: vs output takes none, gzip or snappy"
-                    )));
-                }
-            }
-            Format::Bcolz => {
-                bcolz::WriterOptions::default().with_compression(spec)?;
-            }
-            _ => {
-                return refuse(
-                    "--compression",
-                    "parquet, arrow, arrows, dataseries, vs and bcolz",
-                )
-            }
-        }
-    }
-    if args.row_group_size.is_some() && to != Format::Parquet {
-        return refuse("--row-group-size", "parquet");
-    }
-    if to != Format::Bcolz {
-        for (set, option) in [
-            (args.bcolz_nulls_as_nan, "--bcolz-nulls-as-nan"),
-            (args.bcolz_chunklen.is_some(), "--bcolz-chunklen"),
-            (args.bcolz_shuffle.is_some(), "--bcolz-shuffle"),
-            (args.bcolz_carray, "--bcolz-carray"),
-            (args.bcolz_no_sync, "--bcolz-no-sync"),
-        ] {
-            if set {
-                return refuse(option, "bcolz");
-            }
-        }
-    }
-    if args.sentinel_collisions_as_na && to != Format::Jay {
-        return refuse("--sentinel-collisions-as-na", "jay");
-    }
-    let w = &args.ds_write;
-    if to != Format::DataSeries
-        && (w.compress_level.is_some() || w.extent_size.is_some() || w.xml.is_some())
-    {
-        return refuse("--compress-level, --extent-size and --xml", "dataseries");
-    }
-    if args.filo_chunk_size.is_some() && to != Format::Filo {
-        return refuse("--filo-chunk-size", "filo");
-    }
-    if args.filo_encoding.is_some() && !matches!(to, Format::Filo | Format::FiloVector) {
-        return refuse("--filo-encoding", "filo and filo-vector");
-    }
-    if args.append && !matches!(to, Format::Vs | Format::Bcolz) {
-        return refuse("--append", "vs and bcolz");
-    }
-    let from_vs = from == Format::Vs;
-    if (args.varint.is_some() || args.app_data.is_some()) && !from_vs {
-        return Err(Error::invalid_argument(
-            "--varint and --app-data apply to vs input",
-        ));
-    }
-    if args.lenient_eof && !from_vs && !args.append {
-        return Err(Error::invalid_argument(
-            "--lenient-eof applies to vs input or to --append",
-        ));
-    }
-    Ok(())
-}
-
 /// Writing over the input while reading it would lose it.
 fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
     if let (Ok(a), Ok(b)) = (input.canonicalize(), output.canonicalize()) {
@@ -347,19 +276,4 @@ fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
         }
     }
     Ok(())
-}
-
-/// `convert --append`: the rows go after the existing points of a VS OUTPUT (spec §13.3).
-/// Returns the rows appended.
-fn append(
-    args: &ConvertArgs,
-    reader: Box<dyn arrow_array::RecordBatchReader + Send>,
-    options: WriteOptions,
-) -> CliResult<u64> {
-    let mut vs = options.vs;
-    if let Some(spec) = &options.compression {
-        vs.compression = arrowsmith::vs::Compression::parse(spec);
-    }
-    let summary = arrowsmith::vs::append(&args.output, reader, &vs)?;
-    Ok(summary.rows)
 }

@@ -21,7 +21,7 @@ pub(crate) fn run() -> CliResult {
                 extensions.join(" ")
             },
             if format.is_directory() { "yes" } else { "no" }.to_string(),
-            crate::cli_spelling(format.description()),
+            crate::settings::spell_text(format.description()),
         ]);
     }
     print_out(&table.render(""))

@@ -18,18 +18,12 @@ Examples:
 pub(crate) fn run(args: FragmentsArgs) -> CliResult {
     arrowsmith::input::refuse_stream(&args.input, "listing fragments")?;
     let format = input_format(&args.input, args.from)?;
-    super::dataseries::check_read_args(format, &args.ds_read)?;
-    let options = ReadOptions {
-        format: Some(format),
-        format_options: FormatOptions {
-            filo_type: args.filo_type,
-            filo_dictionary: false,
-            vs: args.vs_read.options(),
-            dataseries: super::dataseries::read_options(&args.ds_read),
-            ..FormatOptions::default()
-        },
-        ..ReadOptions::default()
-    };
+    let mut settings = super::settings::Settings::default();
+    settings.value("filo_type", args.filo_type.as_ref());
+    args.vs_read.settings(&mut settings);
+    args.ds_read.settings(&mut settings);
+    let mut options = ReadOptions::for_format(format);
+    settings.read(&mut options)?;
     let fragments = arrowsmith::fragments(&args.input, &options, args.target_rows)?;
     let mut text = String::new();
     for fragment in &fragments {

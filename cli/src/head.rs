@@ -22,7 +22,6 @@ pub(crate) const LIST_HEAD: usize = 3;
 
 pub(crate) fn run(args: HeadArgs) -> CliResult {
     let (format, stream) = super::open_input(&args.input, args.from)?;
-    super::dataseries::check_read_args(format, &args.ds_read)?;
     let mut options = ReadOptions::for_format(format);
     options.scan = ScanOptions {
         batch_size: Some(args.rows.clamp(1, DEFAULT_BATCH_SIZE)),
@@ -30,10 +29,13 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
         limit: Some(args.rows),
         ..Default::default()
     };
-    options.format_options.filo_type = args.filo_type;
+    let mut settings = super::settings::Settings::default();
+    settings.value("filo_type", args.filo_type.as_ref());
+    args.ds_read.settings(&mut settings);
+    settings.read(&mut options)?;
     let reader = match stream {
         Some(input) => arrowsmith::open_stream(input, &options)?,
-        None => super::dataseries::open(&args.input, &options, &args.ds_read)?,
+        None => arrowsmith::open(&args.input, &options)?,
     };
     let schema = reader.schema();
     let mut batches = Vec::new();

@@ -7,16 +7,17 @@ use arrowsmith::inspect::{inspect_with_progress, known_rows, InspectOptions};
 use arrowsmith::{Error, ErrorClass, ReadOptions};
 
 use super::progress::Progress;
-use super::{cli_spelling, input_format, print_out, CliResult, Failure, InspectArgs};
+use super::{input_format, print_out, CliResult, Failure, InspectArgs};
 
 pub(crate) fn run(args: InspectArgs) -> CliResult {
     let path = args.input.as_path();
     arrowsmith::input::refuse_stream(path, "inspect")?;
     let format = input_format(path, args.from)?;
-    super::dataseries::check_read_args(format, &args.ds_read)?;
+    let mut settings = super::settings::Settings::default();
+    settings.value("filo_type", args.filo_type.as_ref());
+    args.ds_read.settings(&mut settings);
     let mut read = ReadOptions::for_format(format);
-    read.format_options.filo_type = args.filo_type;
-    read.format_options.dataseries = super::dataseries::read_options(&args.ds_read);
+    settings.read(&mut read)?;
     let options = InspectOptions {
         read,
         verify: args.verify,
@@ -26,7 +27,7 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
         let mut progress = Progress::new(|| known_rows(path, format), None);
         inspect_with_progress(path, &options, &mut |rows| progress.set(rows))?
     };
-    report.spell_with(cli_spelling);
+    report.spell_with(super::settings::spell_text);
     let text = if args.json {
         let mut text = serde_json::to_string_pretty(&report.to_json())
             .map_err(|e| Error::new(ErrorClass::Io, e.to_string()))?;

@@ -13,6 +13,7 @@ mod head;
 mod inspect;
 mod interrupt;
 mod progress;
+mod settings;
 // Without the `sql` feature, a stand-in whose `sql` says how to get it.
 #[cfg_attr(not(feature = "sql"), path = "sql_missing.rs")]
 mod sql;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 
+use arrowsmith::options::SettingKind;
 use arrowsmith::{Error, ErrorClass, Format, DEFAULT_BATCH_SIZE};
 use clap::{Args, Parser, Subcommand};
 
@@ -126,8 +128,8 @@ struct ConvertArgs {
     sentinel_collisions_as_na: bool,
     /// filo-vector input or output: the vector's element type (Int, Long, Double, Float,
     /// Boolean, String, Timestamp, DateTime, Binary); Filo bytes do not record it
-    #[arg(long, value_name = "T", value_parser = parse_filo_type, help_heading = "Format options")]
-    filo_type: Option<arrowsmith::filo::FiloType>,
+    #[arg(long, value_name = "T", value_parser = settings::value_of(SettingKind::Read, "filo_type"), help_heading = "Format options")]
+    filo_type: Option<String>,
     /// filo input: read String columns as Arrow dictionaries (Dictionary(Int32, Utf8)), keeping
     /// filo's dictionary codes instead of expanding every string
     #[arg(long, help_heading = "Format options")]
@@ -137,22 +139,33 @@ struct ConvertArgs {
     filo_chunk_size: Option<usize>,
     /// filo and filo-vector output: encoding hint auto|simple|dict|diff|fixed [default: auto,
     /// filo's own choice]
-    #[arg(long, value_name = "E", value_parser = parse_filo_hint, help_heading = "Format options")]
-    filo_encoding: Option<arrowsmith::filo::Hint>,
+    #[arg(long, value_name = "E", value_parser = settings::value_of(SettingKind::Write, "filo_encoding"), help_heading = "Format options")]
+    filo_encoding: Option<String>,
     /// VS input: accept a file that ends at a block boundary without its '$' terminal (with
     /// --append: give such an OUTPUT its terminal first)
     #[arg(long, help_heading = "Format options")]
     lenient_eof: bool,
     /// VS input: varint byte order, leb128 (the format's) or msb-first (upstream's prototype)
-    #[arg(long, value_name = "ORDER", value_parser = parse_varint, help_heading = "Format options")]
-    varint: Option<arrowsmith::vs::VarintOrder>,
+    #[arg(long, value_name = "ORDER", value_parser = settings::value_of(SettingKind::Read, "varint"), help_heading = "Format options")]
+    varint: Option<String>,
     /// VS input: app_data as json text (default) or the exact msgpack bytes (Binary)
-    #[arg(long, value_name = "MODE", value_parser = parse_app_data, help_heading = "Format options")]
-    app_data: Option<arrowsmith::vs::AppDataMode>,
+    #[arg(long, value_name = "MODE", value_parser = settings::value_of(SettingKind::Read, "app_data"), help_heading = "Format options")]
+    app_data: Option<String>,
     /// jay input: read at most N rows that no data stands behind (a frame of void columns
     /// only) [default: 4294967296]
     #[arg(long, value_name = "N", help_heading = "Format options")]
     max_dataless_rows: Option<u64>,
+    /// bcolz input: whether NaT in datetime64/timedelta64 columns reads as null (true) or as
+    /// the raw value -9223372036854775808 (false) [default: true]
+    #[arg(long, value_name = "BOOL", value_parser = settings::value_of(SettingKind::Read, "nat_as_null"), help_heading = "Format options")]
+    nat_as_null: Option<String>,
+    /// bcolz input: the column name of a carray [default: the directory's name]
+    #[arg(long, value_name = "NAME", help_heading = "Format options")]
+    carray_name: Option<String>,
+    /// bcolz input: batches decoded ahead in the background while one is written (0: none)
+    /// [default: 2]
+    #[arg(long, value_name = "N", help_heading = "Format options")]
+    read_ahead: Option<usize>,
     /// bcolz output: write nulls of float columns as NaN and of temporal columns as NaT
     /// instead of failing
     #[arg(long, help_heading = "Format options")]
@@ -217,22 +230,6 @@ pub(crate) struct DsWriteArgs {
     pub(crate) xml: Option<PathBuf>,
 }
 
-fn parse_varint(text: &str) -> Result<arrowsmith::vs::VarintOrder, String> {
-    match text {
-        "leb128" => Ok(arrowsmith::vs::VarintOrder::Leb128),
-        "msb-first" => Ok(arrowsmith::vs::VarintOrder::MsbFirst),
-        _ => Err("expected leb128 or msb-first".to_string()),
-    }
-}
-
-fn parse_app_data(text: &str) -> Result<arrowsmith::vs::AppDataMode, String> {
-    match text {
-        "json" => Ok(arrowsmith::vs::AppDataMode::Json),
-        "msgpack" => Ok(arrowsmith::vs::AppDataMode::Msgpack),
-        _ => Err("expected json or msgpack".to_string()),
-    }
-}
-
 #[derive(Debug, Args)]
 struct InspectArgs {
     /// The file (or directory) to inspect
@@ -241,8 +238,8 @@ struct InspectArgs {
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
     from: Option<Format>,
     /// filo-vector input: the vector's element type (Filo bytes do not record it)
-    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
-    filo_type: Option<arrowsmith::filo::FiloType>,
+    #[arg(long, value_name = "T", value_parser = settings::value_of(SettingKind::Read, "filo_type"))]
+    filo_type: Option<String>,
     /// Also read every batch, and report whether the whole file reads (exit 1 if not)
     #[arg(long)]
     verify: bool,
@@ -264,8 +261,8 @@ struct FragmentsArgs {
     #[arg(long, value_name = "N", default_value_t = arrowsmith::DEFAULT_TARGET_ROWS, value_parser = parse_positive)]
     target_rows: usize,
     /// filo-vector input: the vector's element type (Filo bytes do not record it)
-    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
-    filo_type: Option<arrowsmith::filo::FiloType>,
+    #[arg(long, value_name = "T", value_parser = settings::value_of(SettingKind::Read, "filo_type"))]
+    filo_type: Option<String>,
     #[command(flatten)]
     vs_read: VsReadArgs,
     #[command(flatten)]
@@ -279,33 +276,16 @@ pub(crate) struct VsReadArgs {
     #[arg(long, help_heading = "Format options")]
     pub(crate) lenient_eof: bool,
     /// VS input: varint byte order, leb128 (the format's) or msb-first (upstream's prototype)
-    #[arg(long, value_name = "ORDER", value_parser = parse_varint, help_heading = "Format options")]
-    pub(crate) varint: Option<arrowsmith::vs::VarintOrder>,
+    #[arg(long, value_name = "ORDER", value_parser = settings::value_of(SettingKind::Read, "varint"), help_heading = "Format options")]
+    pub(crate) varint: Option<String>,
 }
 
 impl VsReadArgs {
-    pub(crate) fn options(&self) -> arrowsmith::vs::VsReadOptions {
-        vs_read_options(self.lenient_eof, self.varint, None)
+    pub(crate) fn settings(&self, settings: &mut settings::Settings) {
+        settings
+            .flag("lenient_eof", self.lenient_eof)
+            .value("varint", self.varint.as_ref());
     }
-}
-
-/// The VS reader's settings from the command line's.
-pub(crate) fn vs_read_options(
-    lenient_eof: bool,
-    varint: Option<arrowsmith::vs::VarintOrder>,
-    app_data: Option<arrowsmith::vs::AppDataMode>,
-) -> arrowsmith::vs::VsReadOptions {
-    let mut options = arrowsmith::vs::VsReadOptions::default();
-    if lenient_eof {
-        options.parse.eof = arrowsmith::vs::EofMode::Lenient;
-    }
-    if let Some(order) = varint {
-        options.parse.varint = order;
-    }
-    if let Some(mode) = app_data {
-        options.app_data = mode;
-    }
-    options
 }
 
 #[derive(Debug, Args)]
@@ -319,8 +299,8 @@ struct HeadArgs {
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
     from: Option<Format>,
     /// filo-vector input: the vector's element type (Filo bytes do not record it)
-    #[arg(long, value_name = "T", value_parser = parse_filo_type)]
-    filo_type: Option<arrowsmith::filo::FiloType>,
+    #[arg(long, value_name = "T", value_parser = settings::value_of(SettingKind::Read, "filo_type"))]
+    filo_type: Option<String>,
     /// Columns to show, by name, in this order (comma-separated)
     #[arg(long, value_name = "a,b,...", value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -330,14 +310,6 @@ struct HeadArgs {
 
 fn parse_format(name: &str) -> Result<Format, String> {
     name.parse::<Format>().map_err(|e| e.message().to_string())
-}
-
-fn parse_filo_type(name: &str) -> Result<arrowsmith::filo::FiloType, String> {
-    name.parse().map_err(|e: Error| e.message().to_string())
-}
-
-fn parse_filo_hint(name: &str) -> Result<arrowsmith::filo::Hint, String> {
-    name.parse().map_err(|e: Error| e.message().to_string())
 }
 
 fn parse_positive(text: &str) -> Result<usize, String> {
@@ -386,51 +358,6 @@ pub(crate) fn print_out(text: &str) -> CliResult {
         )
         .into()),
     }
-}
-
-/// The library names its settings as Python keywords and SQL `OPTIONS` keys do
-/// (`bcolz_nulls_as_nan`); a command-line user types them as flags. Longer phrases come first,
-/// so that the one library setting `format` becomes `--from` or `--to` by what it was about.
-/// The inspect report's pointers to the options that show more (verification, the JSON report,
-/// salvage) become the flags and the command that do.
-const SETTING_FLAGS: &[(&str, &str)] = &[
-    (
-        "from the content or the extension; name it with the format option",
-        "from the content or the extension; name it with --from",
-    ),
-    (
-        "the output format from the extension; name it with the format option",
-        "the output format from the extension; name it with --to",
-    ),
-    (
-        "set the overwrite option to replace it",
-        "ask for overwrite (--overwrite) to replace it",
-    ),
-    (
-        "(the salvage option reads the rest)",
-        "(convert --salvage reads the rest)",
-    ),
-    ("(see the verify option)", "(see --verify)"),
-    (
-        "(the JSON report lists them all)",
-        "(--json lists them all)",
-    ),
-    ("the max_dataless_rows option", "--max-dataless-rows"),
-    ("the bcolz_nulls_as_nan option", "--bcolz-nulls-as-nan"),
-    ("bcolz_nulls_as_nan", "--bcolz-nulls-as-nan"),
-    ("the filo_type option", "--filo-type"),
-    ("the columns option", "--columns"),
-    ("the type option", "--type"),
-];
-
-/// A library message (an error, the inspect report's words) with its setting names spelled as
-/// this command line's flags.
-pub(crate) fn cli_spelling(message: &str) -> String {
-    SETTING_FLAGS
-        .iter()
-        .fold(message.to_string(), |text, (setting, flag)| {
-            text.replace(setting, flag)
-        })
 }
 
 /// Writes one line to standard error, whatever became of it.
@@ -526,7 +453,7 @@ fn main() -> ExitCode {
             ExitCode::from(u8::try_from(128 + signal).unwrap_or(130))
         }
         Ok(Err(Failure::Error(e))) => {
-            print_err(&format!("error: {}", cli_spelling(&e.to_string())));
+            print_err(&format!("error: {}", settings::spell_error(&e)));
             if e.class().is_usage() {
                 ExitCode::from(2)
             } else {

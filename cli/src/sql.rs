@@ -160,7 +160,9 @@ async fn finish(frame: DataFrame, args: &SqlArgs) -> arrowsmith::Result<()> {
         });
         let stream = Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), checked));
         let mut options = arrowsmith_datafusion::ArrowsmithOptions::default();
-        options.write.overwrite = args.overwrite;
+        if args.overwrite {
+            options.write.mode = arrowsmith::WriteMode::Overwrite;
+        }
         let sink = ArrowsmithSink::new(format, Arc::new(options), output, schema);
         let summary = sink
             .write_stream(stream)

@@ -766,7 +766,7 @@ fn an_existing_output_is_replaced_only_with_overwrite_and_only_if_it_is_one() {
         assert_ok_quietly(&arrowsmith(&["convert", p(&input), p(&output)]));
         std::fs::write(&output, b"precious").unwrap();
         let out = arrowsmith(&["convert", p(&input), p(&output)]);
-        assert_fails(&out, 2, "already exists; ask for overwrite (--overwrite)");
+        assert_fails(&out, 2, "already exists; set --overwrite to replace it");
         assert_eq!(std::fs::read(&output).unwrap(), b"precious", "{to}");
         assert_ok_quietly(&arrowsmith(&[
             "convert",

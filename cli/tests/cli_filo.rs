@@ -155,7 +155,7 @@ fn sets_convert_both_ways() {
     assert_eq!(info.chunks, vec![3, 3, 3, 1]);
     // A second conversion replaces the set, when asked to.
     let out = arrowsmith(&["convert", p(&parquet), p(&set)]);
-    assert_fails(&out, 2, "already exists; ask for overwrite (--overwrite)");
+    assert_fails(&out, 2, "already exists; set --overwrite to replace it");
     assert_eq!(filo::SetInfo::open(&set).unwrap().chunks, vec![3, 3, 3, 1]);
     assert_ok(&arrowsmith(&[
         "convert",

@@ -64,7 +64,7 @@ use datafusion::prelude::SessionContext;
 
 pub use catalog::ArrowsmithUrlTableFactory;
 pub use file_format::{ArrowsmithFormat, ArrowsmithFormatFactory};
-pub use options::ArrowsmithOptions;
+pub use options::{core_key, sql_keys, ArrowsmithOptions};
 pub use sink::ArrowsmithSink;
 pub use source::ArrowsmithSource;
 pub use table::{ArrowsmithTable, ArrowsmithTableFactory};

@@ -291,7 +291,10 @@ async fn unknown_or_misplaced_options_are_errors_that_name_them() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("applies to dataseries, not to jay"), "{e}");
+    assert!(
+        e.contains("'format.type' applies to dataseries input, not jay"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

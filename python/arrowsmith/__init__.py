@@ -90,9 +90,9 @@ def open(
     ``polars.DataFrame(r)`` and ``duckdb.sql("SELECT * FROM r")`` read it, and iterating it
     yields :class:`RecordBatch` objects. ``format`` is a name from :func:`formats`
     (detected from the content and the name when omitted); ``columns`` are names or
-    positions, in the order wanted; ``**options`` are the command line's format options
-    with underscores (``type="Trace::NFS::common"``, ``utf8=True``, ``filo_type="Long"``,
-    ``lenient_eof=True``, …).
+    positions, in the order wanted; ``**options`` are the read settings of docs/settings.md
+    by key (``type="Trace::NFS::common"``, ``utf8=True``, ``filo_type="Long"``,
+    ``lenient_eof=True``, ``nat_as_null=False``, …).
     """
     return _native.open(
         source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
@@ -197,8 +197,9 @@ def write(
     ``format`` defaults to the target's extension. ``mode`` is ``"error"`` (the target must
     not exist), ``"overwrite"`` or ``"append"`` (VS and bcolz; a missing target is created).
     ``compression`` is the command line's ``--compression`` (``"zstd:9"``, ``"lz4"``, …);
-    ``**options`` its output options with underscores (``sentinel_collisions_as_na=True``,
-    ``bcolz_nulls_as_nan=True``, ``type_name=…``, ``extent_size=…``, ``filo_chunk_size=…``).
+    ``**options`` the write settings of docs/settings.md by key
+    (``sentinel_collisions_as_na=True``, ``bcolz_nulls_as_nan=True``, ``type=…``,
+    ``extent_size=…``, ``filo_chunk_size=…``).
     ``durable=False`` skips the flush to disk (fsync) before the output is renamed into place,
     as ``--no-sync`` does: faster, and what most tools do, but a power loss soon after may lose
     the output (an append always flushes). Returns the rows written and the writer's warnings.

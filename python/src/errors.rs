@@ -146,7 +146,8 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
         ErrorClass::Unsupported => &t.unsupported,
         _ => &t.data,
     };
-    let exception = ty.bind(py).call1((error.to_string(),))?;
+    let message = error.to_string_spelled(crate::options::spelling);
+    let exception = ty.bind(py).call1((message,))?;
     exception.setattr("kind", error.class().as_str())?;
     let file = error.file().map(|f| f.display().to_string());
     exception.setattr("file", &file)?;

@@ -1,59 +1,127 @@
 //! Python arguments → the core's read and write options: the one place that builds
-//! `ReadOptions` and `WriteOptions`, and that knows which `**options` keyword applies to which
-//! format.
+//! `ReadOptions` and `WriteOptions`.
 //!
-//! The keywords are the command line's format options with underscores (`--filo-type` is
-//! `filo_type=`, DataSeries' `--type` is `type=`). An unknown keyword is a `TypeError`, as for
-//! any Python function; a known one that does not apply to the format is an `ArgumentError`
-//! (a `ValueError`), so that an option never silently does nothing.
+//! A `**options` keyword is a key of the core's settings table ([`arrowsmith::SETTINGS`],
+//! docs/settings.md), its value typed as Python types it: a bool for a flag, an int for a
+//! count, a str for text (a path for `xml`), True or a list of names for `utf8`. The settings
+//! Python gives as parameters of their own (`format=`, `columns=`, `limit=`, `batch_size=`,
+//! `mode=`, `compression=`, `durable=`) are not keywords. An unknown keyword is a `TypeError`,
+//! as for any Python function; a known one that does not apply to the format is an
+//! `ArgumentError` (a `ValueError`), so that an option never silently does nothing.
 
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatchReader;
-use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
-use arrowsmith::dataseries::{DsWriteOptions, Utf8Fields};
-use arrowsmith::filo::{FiloType, Hint};
-use arrowsmith::vs::{AppDataMode, EofMode, VarintOrder, VsWriteOptions};
-use arrowsmith::{
-    BatchWriter, CollisionPolicy, Error, Format, FormatOptions, Fragment, Projection, ReadOptions,
-    ScanOptions, WriteOptions,
-};
+use arrowsmith::options::{Setting, SettingKind, ValueKind};
+use arrowsmith::{Format, Fragment, Projection, ReadOptions, ScanOptions, WriteMode, WriteOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyDict, PyString};
 
 use crate::errors::{self, IntoPyResult};
 
-/// The read keywords and the input formats each applies to.
-const READ_OPTIONS: &[(&str, &[Format])] = &[
-    ("type", &[Format::DataSeries]),
-    ("utf8", &[Format::DataSeries]),
-    ("no_checks", &[Format::DataSeries]),
-    ("filo_type", &[Format::FiloVector]),
-    ("lenient_eof", &[Format::Vs]),
-    ("varint", &[Format::Vs]),
-    ("app_data", &[Format::Vs]),
-];
+/// The read settings Python takes as parameters of `open`/`read`/`dataset`, or not at all
+/// (salvage reports what it skipped, which these functions have no place for).
+pub const READ_PARAMETERS: &[&str] = &["format", "columns", "limit", "batch_size", "salvage"];
 
-/// The write keywords and the output formats each applies to.
-const WRITE_OPTIONS: &[(&str, &[Format])] = &[
-    ("row_group_size", &[Format::Parquet]),
-    ("sentinel_collisions_as_na", &[Format::Jay]),
-    ("filo_type", &[Format::FiloVector]),
-    ("filo_chunk_size", &[Format::Filo]),
-    ("filo_encoding", &[Format::Filo, Format::FiloVector]),
-    ("lenient_eof", &[Format::Vs]),
-    ("bcolz_nulls_as_nan", &[Format::Bcolz]),
-    ("bcolz_chunklen", &[Format::Bcolz]),
-    ("bcolz_shuffle", &[Format::Bcolz]),
-    ("bcolz_carray", &[Format::Bcolz]),
-    ("bcolz_no_sync", &[Format::Bcolz]),
-    ("compress_level", &[Format::DataSeries]),
-    ("extent_size", &[Format::DataSeries]),
-    ("xml", &[Format::DataSeries]),
-    ("type_name", &[Format::DataSeries]),
-    ("type", &[Format::DataSeries]),
-];
+/// The write settings Python takes as parameters of `write` (`durable=` is `no_sync`'s
+/// opposite, `mode="overwrite"` is `overwrite`).
+pub const WRITE_PARAMETERS: &[&str] = &["format", "mode", "overwrite", "no_sync", "compression"];
+
+/// The setting the keyword `keyword` names, if it is one.
+pub fn keyword_setting(kind: SettingKind, keyword: &str) -> Option<&'static Setting> {
+    let parameters = match kind {
+        SettingKind::Read => READ_PARAMETERS,
+        SettingKind::Write => WRITE_PARAMETERS,
+    };
+    arrowsmith::options::setting(kind, keyword).filter(|s| !parameters.contains(&s.key))
+}
+
+/// How Python names the setting `key` in an error.
+pub fn spelling(key: &str, _kind: Option<SettingKind>) -> String {
+    match key {
+        "overwrite" => "mode=\"overwrite\"".to_owned(),
+        "no_sync" => "durable=False".to_owned(),
+        _ => format!("{key}="),
+    }
+}
+
+/// The text form of a keyword's value, as the core's `set` takes it; `None` for `None`.
+fn keyword_text(setting: &Setting, value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    let is_bool = value.is_instance_of::<PyBool>();
+    let text = match setting.value_kind() {
+        ValueKind::Flag if is_bool => Some(value.extract::<bool>()?.to_string()),
+        ValueKind::Count if !is_bool => value.extract::<i64>().ok().map(|n| n.to_string()),
+        ValueKind::Text => match value.extract::<String>() {
+            Ok(text) => Some(text),
+            Err(_) => value
+                .extract::<PathBuf>()
+                .ok()
+                .map(|p| p.display().to_string()),
+        },
+        ValueKind::Names if is_bool => Some(value.extract::<bool>()?.to_string()),
+        ValueKind::Names if value.is_instance_of::<PyString>() => Some(value.extract()?),
+        ValueKind::Names => value.extract::<Vec<String>>().ok().map(|n| n.join(",")),
+        _ => None,
+    };
+    text.map(Some).ok_or_else(|| {
+        let found = value
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let expected = match setting.value_kind() {
+            ValueKind::Flag => "bool",
+            ValueKind::Count => "int",
+            ValueKind::Text => "str",
+            ValueKind::Names => "True or a list of names",
+        };
+        PyTypeError::new_err(format!(
+            "option {}= has the wrong type ({found}): expected {expected}",
+            setting.key
+        ))
+    })
+}
+
+/// Hands every keyword of `options` to `set` as a core key and text value, refusing unknown
+/// keywords (TypeError) and known ones that do not apply to `format`. A keyword set to
+/// `None`, or a flag set to its default `False`, is accepted for any format, so that callers
+/// can pass their settings through unconditionally.
+fn apply_keywords(
+    options: Option<&Bound<'_, PyDict>>,
+    kind: SettingKind,
+    format: Format,
+    mut set: impl FnMut(&str, &str) -> arrowsmith::Result<()>,
+) -> PyResult<()> {
+    let Some(dict) = options else {
+        return Ok(());
+    };
+    for (keyword, value) in dict.iter() {
+        let keyword: String = keyword.extract()?;
+        let Some(setting) = keyword_setting(kind, &keyword) else {
+            let known: Vec<&str> = arrowsmith::options::keys(kind)
+                .filter(|k| keyword_setting(kind, k).is_some())
+                .collect();
+            return Err(PyTypeError::new_err(format!(
+                "unexpected option {keyword}=; the {} options are {}",
+                kind.side(),
+                known.join(", ")
+            )));
+        };
+        let Some(text) = keyword_text(setting, &value)? else {
+            continue;
+        };
+        if text == "false" && setting.default == "false" {
+            continue;
+        }
+        set(setting.key, &text).py_err()?;
+        arrowsmith::options::check_applies(kind, setting.key, format).py_err()?;
+    }
+    Ok(())
+}
 
 /// Everything a read needs: the source, its format, the scan (columns, limit, batch size) and
 /// the format's options. A `Dataset` keeps one and opens a fresh reader from it each time.
@@ -77,31 +145,13 @@ impl ReadSpec {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<ReadSpec> {
         let format = input_format(&path, format)?;
-        let mut kw = Keywords::new(options, READ_OPTIONS, "input", format)?;
-        let mut formats = FormatOptions::default();
-        let ds = &mut formats.dataseries;
-        ds.type_name = kw.take("type")?;
-        if let Some(value) = kw.take::<Bound<'_, PyAny>>("utf8")? {
-            ds.utf8 = utf8_fields(&value)?;
-        }
-        ds.no_checks = kw.flag("no_checks")?;
-        formats.filo_type = kw.parsed("filo_type", |s| s.parse::<FiloType>())?;
-        if kw.flag("lenient_eof")? {
-            formats.vs.parse.eof = EofMode::Lenient;
-        }
-        if let Some(order) = kw.parsed("varint", parse_varint)? {
-            formats.vs.parse.varint = order;
-        }
-        if let Some(mode) = kw.parsed("app_data", parse_app_data)? {
-            formats.vs.app_data = mode;
-        }
+        let mut read = ReadOptions::for_format(format);
+        apply_keywords(options, SettingKind::Read, format, |key, text| {
+            read.set(key, text)
+        })?;
         let mut spec = ReadSpec {
             path,
-            options: ReadOptions {
-                format: Some(format),
-                scan: ScanOptions::default(),
-                format_options: formats,
-            },
+            options: read,
             fragment: None,
         };
         spec.set_scan(columns, limit, batch_size)?;
@@ -208,180 +258,12 @@ fn projection(columns: &Bound<'_, PyAny>) -> PyResult<Projection> {
     ))
 }
 
-/// `utf8=True` reads every variable32 field as Utf8, `utf8=["a", "b"]` the named ones.
-fn utf8_fields(value: &Bound<'_, PyAny>) -> PyResult<Utf8Fields> {
-    if let Ok(all) = value.extract::<bool>() {
-        return Ok(if all {
-            Utf8Fields::All
-        } else {
-            Utf8Fields::Hinted
-        });
-    }
-    if !value.is_instance_of::<PyString>() {
-        if let Ok(names) = value.extract::<Vec<String>>() {
-            return Ok(Utf8Fields::Named(names));
-        }
-    }
-    Err(PyTypeError::new_err(
-        "option utf8= takes True or a list of field names",
-    ))
-}
-
-fn parse_varint(text: &str) -> arrowsmith::Result<VarintOrder> {
-    match text {
-        "leb128" => Ok(VarintOrder::Leb128),
-        "msb-first" | "msb_first" => Ok(VarintOrder::MsbFirst),
-        _ => Err(Error::invalid_argument(format!(
-            "option varint={text:?}: expected \"leb128\" or \"msb-first\""
-        ))),
-    }
-}
-
-fn parse_app_data(text: &str) -> arrowsmith::Result<AppDataMode> {
-    match text {
-        "json" => Ok(AppDataMode::Json),
-        "msgpack" => Ok(AppDataMode::Msgpack),
-        _ => Err(Error::invalid_argument(format!(
-            "option app_data={text:?}: expected \"json\" or \"msgpack\""
-        ))),
-    }
-}
-
-/// `**options`, taken one by one; whatever is left over when it is dropped was checked by
-/// [`Keywords::new`] to be known.
-struct Keywords<'py> {
-    dict: Option<Bound<'py, PyDict>>,
-}
-
-impl<'py> Keywords<'py> {
-    /// Refuses unknown keywords (TypeError) and known ones that do not apply to `format`.
-    fn new(
-        options: Option<&Bound<'py, PyDict>>,
-        table: &[(&str, &[Format])],
-        direction: &str,
-        format: Format,
-    ) -> PyResult<Keywords<'py>> {
-        let Some(dict) = options else {
-            return Ok(Keywords { dict: None });
-        };
-        for key in dict.keys() {
-            let key: String = key.extract()?;
-            let Some((_, formats)) = table.iter().find(|(name, _)| *name == key) else {
-                let mut known: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
-                known.sort_unstable();
-                known.dedup();
-                return Err(PyTypeError::new_err(format!(
-                    "unexpected option {key}=; the {direction} options are {}",
-                    known.join(", ")
-                )));
-            };
-            // An option set to None or False is the default: accepted for any format, so that
-            // callers can pass their settings through unconditionally.
-            let value = dict.get_item(&key)?;
-            let unset = match &value {
-                None => true,
-                Some(v) => v.is_none() || v.extract::<bool>().is_ok_and(|b| !b),
-            };
-            if !unset && !formats.contains(&format) {
-                let applies: Vec<&str> = formats.iter().map(|f| f.name()).collect();
-                return Err(errors::argument(format!(
-                    "option {key}= applies to {} {direction}, not {}",
-                    applies.join(" and "),
-                    format.name()
-                )));
-            }
-        }
-        Ok(Keywords {
-            dict: Some(dict.clone()),
-        })
-    }
-
-    fn take<T>(&mut self, key: &str) -> PyResult<Option<T>>
-    where
-        T: for<'a> FromPyObject<'a, 'py>,
-    {
-        let Some(dict) = &self.dict else {
-            return Ok(None);
-        };
-        match dict.get_item(key)? {
-            None => Ok(None),
-            Some(v) if v.is_none() => Ok(None),
-            Some(v) => v.extract::<T>().map(Some).map_err(|_| {
-                let found = v
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                PyTypeError::new_err(format!(
-                    "option {key}= has the wrong type ({found}): expected {}",
-                    std::any::type_name::<T>()
-                        .rsplit("::")
-                        .next()
-                        .unwrap_or("another type")
-                ))
-            }),
-        }
-    }
-
-    fn flag(&mut self, key: &str) -> PyResult<bool> {
-        Ok(self.take::<bool>(key)?.unwrap_or(false))
-    }
-
-    /// A text option parsed by the core's parser (its error names the valid values).
-    fn parsed<T>(
-        &mut self,
-        key: &str,
-        parse: impl FnOnce(&str) -> arrowsmith::Result<T>,
-    ) -> PyResult<Option<T>> {
-        match self.take::<String>(key)? {
-            None => Ok(None),
-            Some(text) => parse(&text)
-                .map_err(|e| {
-                    Error::invalid_argument(format!("option {key}={text:?}: {}", e.message()))
-                })
-                .py_err()
-                .map(Some),
-        }
-    }
-
-    fn positive(&mut self, key: &str) -> PyResult<Option<usize>> {
-        match self.take::<i64>(key)? {
-            None => Ok(None),
-            Some(n) if n >= 1 => Ok(Some(n as usize)),
-            Some(n) => Err(errors::argument(format!(
-                "option {key}={n}: must be at least 1"
-            ))),
-        }
-    }
-}
-
-/// What `write` does when the target exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Error,
-    Overwrite,
-    Append,
-}
-
-impl Mode {
-    pub fn parse(text: &str) -> PyResult<Mode> {
-        match text {
-            "error" => Ok(Mode::Error),
-            "overwrite" => Ok(Mode::Overwrite),
-            "append" => Ok(Mode::Append),
-            _ => Err(errors::argument(format!(
-                "mode={text:?}: expected \"error\", \"overwrite\" or \"append\""
-            ))),
-        }
-    }
-}
-
 /// Everything a write needs besides the data.
 #[derive(Debug)]
 pub struct WriteSpec {
     pub path: PathBuf,
     pub format: Format,
-    pub mode: Mode,
+    pub mode: WriteMode,
     options: WriteOptions,
 }
 
@@ -395,172 +277,52 @@ impl WriteSpec {
         expected_rows: Option<u64>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<WriteSpec> {
-        let mode = Mode::parse(mode)?;
-        let format = match format {
-            Some(name) => parse_format(name)?,
-            // Appending: the target exists, so its structure tells.
-            None if mode == Mode::Append && path.exists() => Format::detect(&path).py_err()?,
-            None => Format::for_output(&path).py_err()?,
-        };
-        if mode == Mode::Append && !matches!(format, Format::Vs | Format::Bcolz) {
-            return Err(errors::argument(format!(
-                "mode=\"append\" applies to vs and bcolz, not {}",
-                format.name()
-            )));
-        }
-        if !durable && mode == Mode::Append {
-            return Err(errors::argument(
-                "durable=False does not apply to mode=\"append\", which always flushes before it commits",
-            ));
-        }
-        if let Some(spec) = &compression {
-            check_compression(format, spec)
-                .map_err(|e| match e.message().contains("compression") {
-                    true => e,
-                    false => {
-                        Error::invalid_argument(format!("compression={spec:?}: {}", e.message()))
-                    }
-                })
-                .py_err()?;
-        }
-        let mut kw = Keywords::new(options, WRITE_OPTIONS, "output", format)?;
-        let mut options = WriteOptions {
-            format: Some(format),
-            compression,
-            row_group_size: kw.positive("row_group_size")?,
-            overwrite: mode == Mode::Overwrite,
-            durable,
-            sentinel_collisions: if kw.flag("sentinel_collisions_as_na")? {
-                CollisionPolicy::AsNull
-            } else {
-                CollisionPolicy::default()
-            },
-            filo_chunk_size: kw.positive("filo_chunk_size")?,
-            filo_hint: kw.parsed("filo_encoding", |s| s.parse::<Hint>())?,
-            filo_type: kw.parsed("filo_type", |s| s.parse::<FiloType>())?,
-            vs: VsWriteOptions {
-                lenient_eof: kw.flag("lenient_eof")?,
-                ..Default::default()
-            },
-            bcolz: bcolz::WriterOptions::default(),
-            dataseries: DsWriteOptions::default(),
-        };
-        let mut bcolz_options = bcolz::WriterOptions::default();
-        if kw.flag("bcolz_nulls_as_nan")? {
-            bcolz_options = bcolz_options.with_null_policy(NullPolicy::Sentinel);
-        }
-        if let Some(n) = kw.positive("bcolz_chunklen")? {
-            bcolz_options = bcolz_options.with_chunklen(n as u64);
-        }
-        if let Some(code) = kw.take::<i64>("bcolz_shuffle")? {
-            let shuffle = Shuffle::from_code(code).ok_or_else(|| {
-                errors::argument(format!(
-                    "option bcolz_shuffle={code}: expected 0 (none), 1 (byte) or 2 (bit)"
-                ))
-            })?;
-            bcolz_options = bcolz_options.with_shuffle(shuffle);
-        }
-        if kw.flag("bcolz_carray")? {
-            bcolz_options = bcolz_options.with_kind(bcolz::Kind::Carray);
-        }
-        if kw.flag("bcolz_no_sync")? {
-            if mode == Mode::Append {
-                return Err(errors::argument(
-                    "option bcolz_no_sync= does not apply to mode=\"append\", which always flushes before it commits",
-                ));
-            }
-            bcolz_options = bcolz_options.with_durable(false);
-        }
+        let mut write = parameters(format, mode, compression, durable).py_err()?;
+        let format = write.output_format(&path).py_err()?;
+        write.format = Some(format);
+        apply_keywords(options, SettingKind::Write, format, |key, text| {
+            write.set(key, text)
+        })?;
         if let Some(rows) = expected_rows {
             // bcolz chooses its chunk length from the expected length.
-            bcolz_options = bcolz_options.with_expected_len(rows.max(1));
+            write.bcolz = write.bcolz.with_expected_len(rows.max(1));
         }
-        options.bcolz = bcolz_options;
-        options.dataseries = DsWriteOptions {
-            level: kw.take("compress_level")?,
-            extent_size: kw.positive("extent_size")?,
-            type_name: output_type_name(kw.take("type_name")?, kw.take("type")?)?,
-            // The command line's --xml names a file; the library takes its text.
-            xml: match kw.take::<PathBuf>("xml")? {
-                Some(file) => Some(
-                    std::fs::read_to_string(&file)
-                        .map_err(|e| Error::from(e).with_file(&file))
-                        .py_err()?,
-                ),
-                None => None,
-            },
-        };
+        write.check(format).py_err()?;
         Ok(WriteSpec {
             path,
             format,
-            mode,
-            options,
+            mode: write.mode,
+            options: write,
         })
     }
 
-    /// The writer for batches of `schema`: a new file, or an appender for mode="append" on
-    /// an existing bcolz dataset.
-    pub fn create(
+    /// Writes every batch of `input`: a new file, or appended to an existing vs file or bcolz
+    /// dataset in mode="append".
+    pub fn write_all(
         &self,
-        schema: arrow_schema::SchemaRef,
-    ) -> arrowsmith::Result<Box<dyn BatchWriter + Send>> {
-        if self.mode == Mode::Append && self.format == Format::Bcolz && self.path.exists() {
-            return Ok(Box::new(bcolz::Appender::try_new(
-                &self.path,
-                schema,
-                self.options.bcolz.null_policy(),
-            )?));
-        }
-        arrowsmith::create(&self.path, schema, &self.options)
-    }
-
-    /// Whether the rows go through `vs::append` (an existing VS file in mode="append").
-    pub fn appends_vs(&self) -> bool {
-        self.mode == Mode::Append && self.format == Format::Vs && self.path.exists()
-    }
-
-    pub fn vs_append_options(&self) -> VsWriteOptions {
-        let mut vs = self.options.vs.clone();
-        if let Some(spec) = &self.options.compression {
-            vs.compression = arrowsmith::vs::Compression::parse(spec);
-        }
-        vs
+        input: impl RecordBatchReader,
+    ) -> arrowsmith::Result<arrowsmith::WriteSummary> {
+        arrowsmith::write_all(input, &self.path, &self.options)
     }
 }
 
-/// The DataSeries output's extent type: `type_name=`, or `type=` as the command line also
-/// spells it.
-fn output_type_name(type_name: Option<String>, type_: Option<String>) -> PyResult<Option<String>> {
-    match (type_name, type_) {
-        (Some(a), Some(b)) if a != b => Err(errors::argument(format!(
-            "type={b:?} and type_name={a:?} name different extent types; give one"
-        ))),
-        (a, b) => Ok(a.or(b)),
+/// The settings `write` takes as parameters of its own.
+fn parameters(
+    format: Option<&str>,
+    mode: &str,
+    compression: Option<String>,
+    durable: bool,
+) -> arrowsmith::Result<WriteOptions> {
+    let mut write = WriteOptions::default();
+    write.set("mode", mode)?;
+    if let Some(name) = format {
+        write.format = Some(name.parse()?);
     }
-}
-
-/// A compression spec is checked before any data is read, by the parser of the target format.
-fn check_compression(format: Format, spec: &str) -> arrowsmith::Result<()> {
-    match format {
-        Format::Parquet => arrowsmith::ecosystem::parquet::compression(Some(spec)).map(|_| ()),
-        Format::Arrow | Format::ArrowStream => {
-            arrowsmith::ecosystem::ipc::compression(Some(spec)).map(|_| ())
-        }
-        Format::DataSeries => {
-            arrowsmith::dataseries::WriterOptions::from_compression(Some(spec)).map(|_| ())
-        }
-        Format::Vs => match arrowsmith::vs::Compression::parse(spec) {
-            Some(_) => Ok(()),
-            None => Err(Error::invalid_argument(format!(
-                "compression={spec:?}: vs output takes none, gzip or snappy"
-            ))),
-        },
-        Format::Bcolz => bcolz::WriterOptions::default()
-            .with_compression(spec)
-            .map(|_| ()),
-        other => Err(Error::invalid_argument(format!(
-            "compression= applies to parquet, arrow, arrows, dataseries, vs and bcolz output, not {}",
-            other.name()
-        ))),
+    if !durable {
+        write.set("no_sync", "true")?;
     }
+    if let Some(spec) = &compression {
+        write.set("compression", spec)?;
+    }
+    Ok(write)
 }

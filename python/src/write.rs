@@ -13,7 +13,7 @@ use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 
 use crate::errors::{self, IntoPyResult};
-use crate::options::{Mode, WriteSpec};
+use crate::options::WriteSpec;
 
 /// What a finished write reports.
 #[pyclass(module = "arrowsmith", name = "WriteSummary", frozen)]
@@ -67,7 +67,7 @@ pub fn write(
         expected_rows,
         options,
     )?;
-    if spec.mode == Mode::Error && spec.path.exists() {
+    if spec.mode == arrowsmith::WriteMode::Error && spec.path.exists() {
         return Err(errors::exists(&spec.path));
     }
     let failure = Mutex::new(None);
@@ -95,20 +95,7 @@ fn write_watched(
     spec: &WriteSpec,
     input: Watched<'_>,
 ) -> arrowsmith::Result<arrowsmith::WriteSummary> {
-    let path = spec.path.as_path();
-    if spec.appends_vs() {
-        let summary = arrowsmith::vs::append(path, input, &spec.vs_append_options())?;
-        return Ok(arrowsmith::WriteSummary {
-            rows: summary.rows,
-            warnings: Vec::new(),
-        });
-    }
-    let mut writer = spec.create(input.schema()).map_err(|e| e.with_file(path))?;
-    for batch in input {
-        let batch = batch.map_err(Error::from_arrow_owned)?;
-        writer.write(&batch).map_err(|e| e.with_file(path))?;
-    }
-    writer.finish().map_err(|e| e.with_file(path))
+    spec.write_all(input)
 }
 
 /// The input stream, with a look at Python between batches: Ctrl-C and the progress callback.

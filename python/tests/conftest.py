@@ -4,6 +4,7 @@ must give."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -66,8 +67,8 @@ def cli_flags(options):
     return flags
 
 
-# The CLI's flags and the settings the library (and so Python) names in their place; the
-# specific phrases before the bare flags they contain.
+# The inspect report's words: the CLI's flags for the settings the library's report names as
+# "the KEY option" (Python keeps the library's words); the specific phrases first.
 FLAG_SETTINGS = [
     ("choose one with --type", "choose one with the type option"),
     ("choose with --type", "choose with the type option"),
@@ -78,10 +79,19 @@ FLAG_SETTINGS = [
 
 
 def cli_spelling_of(line):
-    """A line of the command line's with its flags spelled as the library's settings."""
+    """A line of the command line's report with its flags spelled as the library's settings."""
     for flag, setting in FLAG_SETTINGS:
         line = line.replace(flag, setting)
     return line
+
+
+def python_error_of(line):
+    """The command line's `error:` line as Python words it: an error names its setting by key,
+    which the CLI spells as its flag and Python as its keyword (docs/settings.md)."""
+    line = re.sub(r"--(from|to)\b", "format=", line)
+    line = line.replace("--overwrite", 'mode="overwrite"').replace("--no-sync", "durable=False")
+    line = line.replace("--append", "mode=")
+    return re.sub(r"--([a-z0-9]+(?:-[a-z0-9]+)*)", lambda m: m.group(1).replace("-", "_") + "=", line)
 
 
 def assert_same_table(got, want):

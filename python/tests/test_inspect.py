@@ -8,7 +8,7 @@ import json
 import pytest
 
 import arrowsmith
-from conftest import DATA, cli_flags, cli_spelling_of, fixtures, run_cli
+from conftest import DATA, cli_flags, cli_spelling_of, fixtures, python_error_of, run_cli
 
 # The formats the fixtures in data/ do not cover, written from one Jay file by the command line.
 CONVERTED = ["parquet", "arrow", "arrows", "csv", "ndjson"]
@@ -51,7 +51,7 @@ def assert_inspect_equals_cli(path, options, verify):
         return want
     with pytest.raises(arrowsmith.ArrowsmithError) as raised:
         arrowsmith.inspect(path, verify=verify, **options)
-    assert cli_spelling_of(proc.stderr.strip()) == "error: " + str(raised.value)
+    assert python_error_of(proc.stderr.strip()) == "error: " + str(raised.value)
     return None
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 import arrowsmith
-from conftest import DATA, assert_same_table, cli_flags, cli_spelling_of, fixtures, run_cli
+from conftest import DATA, assert_same_table, cli_flags, fixtures, python_error_of, run_cli
 
 
 @pytest.mark.parametrize("path, options", fixtures())
@@ -20,7 +20,7 @@ def test_read_equals_cli(path, options, tmp_path):
     else:
         with pytest.raises(arrowsmith.ArrowsmithError) as raised:
             arrowsmith.read(path, **options)
-        assert cli_spelling_of(proc.stderr.strip()) == "error: " + str(raised.value)
+        assert python_error_of(proc.stderr.strip()) == "error: " + str(raised.value)
         if proc.returncode == 2:
             assert isinstance(raised.value, ValueError)
 

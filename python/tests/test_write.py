@@ -134,7 +134,7 @@ def test_write_format_options(tmp_path):
     values = list(bcolz.open(str(target))["x"][:])
     assert values[0] == 1.0 and values[1] != values[1] and values[2] == 3.0
     ds = tmp_path / "named.ds"
-    arrowsmith.write(table, ds, type_name="Test::Named", compress_level=9, extent_size=4096)
+    arrowsmith.write(table, ds, type="Test::Named", compress_level=9, extent_size=4096)
     assert arrowsmith.inspect(ds)["rows"] == 3
     assert arrowsmith.read(ds, type="Test::Named").num_rows == 3
 
@@ -265,3 +265,37 @@ def test_durable_false_does_not_apply_to_append(tmp_path):
     arrowsmith.write(pa.table({"x": XS}), target)
     with pytest.raises(ValueError, match="durable=False"):
         arrowsmith.write(pa.table({"x": XS}), target, mode="append", durable=False)
+
+
+@pytest.mark.parametrize("target, keywords, flags", [
+    ("t.ds", {"type": "Test::Same", "compress_level": 9, "extent_size": 4096},
+     ["--type", "Test::Same", "--compress-level", "9", "--extent-size", "4096"]),
+    ("t.bcolz", {"bcolz_chunklen": 100, "bcolz_shuffle": 2},
+     ["--bcolz-chunklen", "100", "--bcolz-shuffle", "2"]),
+    ("t.filo", {"filo_chunk_size": 500, "filo_encoding": "simple"},
+     ["--filo-chunk-size", "500", "--filo-encoding", "simple"]),
+])
+def test_keywords_and_flags_are_the_same_settings(tmp_path, target, keywords, flags):
+    """The same settings as Python keywords and as command-line flags (each a spelling of a key
+    of docs/settings.md) write outputs with the same structure and rows."""
+    from conftest import run_cli
+
+    table = from_pyarrow()
+    source = tmp_path / "in.arrow"
+    with pa.ipc.new_file(source, table.schema) as sink:
+        sink.write_table(table)
+    compression = {"t.ds": "zlib", "t.bcolz": "lz4"}.get(target)
+    by_flags = tmp_path / "cli" / target
+    by_flags.parent.mkdir()
+    codec_flags = ["--compression", compression] if compression else []
+    proc = run_cli("convert", source, by_flags, *codec_flags, *flags)
+    assert proc.returncode == 0, proc.stderr
+    by_keywords = tmp_path / "py" / target
+    by_keywords.parent.mkdir()
+    arrowsmith.write(table, by_keywords, compression=compression, **keywords)
+    want = arrowsmith.inspect(by_flags)
+    got = arrowsmith.inspect(by_keywords)
+    for report in (want, got):
+        report.pop("file", None)
+    assert got == want
+    assert arrowsmith.read(by_keywords).equals(arrowsmith.read(by_flags))

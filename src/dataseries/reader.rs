@@ -213,7 +213,9 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
                 _ => Err(Error::invalid_argument(format!(
                     "the file declares several extent types; choose one with the type option: {}",
                     list(file)
-                ))),
+                ))
+                .with_setting("type")
+                .with_setting_kind(crate::options::SettingKind::Read)),
             }
         }
     }

@@ -67,6 +67,8 @@ impl VectorReaderBuilder {
             Error::invalid_argument(
                 "a bare Filo vector does not say its element type; give it (the filo_type option)",
             )
+            .with_setting("filo_type")
+            .with_setting_kind(crate::options::SettingKind::Read)
         })?;
         if self.scan.projection.is_some() {
             return Err(Error::invalid_argument(
@@ -187,6 +189,8 @@ impl VectorWriter {
                 "a Filo vector holds one column, the input has {}; choose one with the columns option",
                 schema.fields().len()
             ))
+            .with_setting("columns")
+            .with_setting_kind(crate::options::SettingKind::Read)
             .with_file(&path));
         }
         let field = &schema.fields()[0];

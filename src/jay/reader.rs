@@ -446,6 +446,7 @@ fn check_dataless_rows(info: &FrameInfo, columns: &[usize], rows: u64, cap: u64)
                 info.nrows
             ),
         )
+        .with_setting("max_dataless_rows")
         .with_field("Frame.nrows"));
     }
     for (index, column) in columns.iter().map(|&c| (c, &info.columns[c])) {
@@ -461,6 +462,7 @@ fn check_dataless_rows(info: &FrameInfo, columns: &[usize], rows: u64, cap: u64)
                     ),
                 )
                 .with_column(index, column.name.as_deref())
+                .with_setting("max_dataless_rows")
                 .with_field("child"));
             }
             child = c.child.as_deref();

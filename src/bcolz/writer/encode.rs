@@ -136,6 +136,7 @@ pub(super) fn null_error(row: u64) -> Error {
         ErrorClass::BadValue,
         "has a null; bcolz cannot store nulls (set the bcolz_nulls_as_nan option to write them as NaN/NaT in float and temporal columns)",
     )
+    .with_setting("bcolz_nulls_as_nan")
     .at_row(row)
 }
 

@@ -116,6 +116,10 @@ impl WriterOptions {
         self.durable = durable;
         self
     }
+    /// Whether the new dataset is flushed to disk before it is renamed into place.
+    pub fn durable(&self) -> bool {
+        self.durable
+    }
     /// Replace an existing directory at the target (default `false`: an existing one is an
     /// error).
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {

@@ -1,0 +1,352 @@
+//! Every key of [`SETTINGS`]: its default, a good value and a bad one, whose error names it.
+
+use super::*;
+
+/// The field a read key sets, as text.
+fn read_probe(key: &str, o: &ReadOptions) -> String {
+    let f = &o.format_options;
+    match key {
+        "format" => format!("{:?}", o.format),
+        "columns" => format!("{:?}", o.scan.projection),
+        "limit" => format!("{:?}", o.scan.limit),
+        "batch_size" => format!("{:?}", o.scan.batch_size),
+        "salvage" => format!("{} {}", o.scan.salvage, o.scan.report.is_some()),
+        "type" => format!("{:?}", f.dataseries.type_name),
+        "utf8" => format!("{:?}", f.dataseries.utf8),
+        "no_checks" => format!("{}", f.dataseries.no_checks),
+        "filo_type" => format!("{:?}", f.filo_type),
+        "filo_dictionary" => format!("{}", f.filo_dictionary),
+        "lenient_eof" => format!("{:?}", f.vs.parse.eof),
+        "varint" => format!("{:?}", f.vs.parse.varint),
+        "app_data" => format!("{:?}", f.vs.app_data),
+        "max_dataless_rows" => format!("{:?}", f.max_dataless_rows),
+        "nat_as_null" => format!("{}", f.bcolz.nat_as_null),
+        "carray_name" => format!("{:?}", f.bcolz.carray_name),
+        "read_ahead" => format!("{}", f.bcolz.read_ahead),
+        other => panic!("no probe for read key {other}"),
+    }
+}
+
+/// The field a write key sets, as text.
+fn write_probe(key: &str, o: &WriteOptions) -> String {
+    let b = format!("{:?}", o.bcolz);
+    match key {
+        "format" => format!("{:?}", o.format),
+        "mode" | "overwrite" => format!("{:?}", o.mode),
+        "no_sync" => format!("{}", o.durable),
+        "compression" => format!("{:?}", o.compression),
+        "row_group_size" => format!("{:?}", o.row_group_size),
+        "sentinel_collisions_as_na" => format!("{:?}", o.sentinel_collisions),
+        "type" => format!("{:?}", o.dataseries.type_name),
+        "compress_level" => format!("{:?}", o.dataseries.level),
+        "extent_size" => format!("{:?}", o.dataseries.extent_size),
+        "xml" => format!("{:?}", o.dataseries.xml.as_ref().map(|x| !x.is_empty())),
+        "filo_type" => format!("{:?}", o.filo_type),
+        "filo_chunk_size" => format!("{:?}", o.filo_chunk_size),
+        "filo_encoding" => format!("{:?}", o.filo_hint),
+        "lenient_eof" => format!("{}", o.vs.lenient_eof),
+        k if k.starts_with("bcolz_") => b,
+        other => panic!("no probe for write key {other}"),
+    }
+}
+
+/// One key's case: (kind, key, the field at its default, a good value, the field after it, a bad
+/// value).
+type Case = (
+    SettingKind,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+);
+
+const CASES: &[Case] = {
+    use SettingKind::{Read as R, Write as W};
+    &[
+        (R, "format", "None", "bcolz", "Some(Bcolz)", Some("zip")),
+        (
+            R,
+            "columns",
+            "None",
+            "a,b",
+            "Some(Names([\"a\", \"b\"]))",
+            None,
+        ),
+        (R, "limit", "None", "0", "Some(0)", Some("-1")),
+        (R, "batch_size", "None", "10", "Some(10)", Some("0")),
+        (
+            R,
+            "salvage",
+            "false false",
+            "true",
+            "true true",
+            Some("maybe"),
+        ),
+        (
+            R,
+            "type",
+            "None",
+            "Trace::NFS",
+            "Some(\"Trace::NFS\")",
+            None,
+        ),
+        (R, "utf8", "Hinted", "a,b", "Named([\"a\", \"b\"])", None),
+        (R, "no_checks", "false", "true", "true", Some("2")),
+        (R, "filo_type", "None", "Long", "Some(Long)", Some("long")),
+        (R, "filo_dictionary", "false", "yes", "true", Some("y")),
+        (
+            R,
+            "lenient_eof",
+            "Strict",
+            "true",
+            "Lenient",
+            Some("lenient"),
+        ),
+        (R, "varint", "Leb128", "msb-first", "MsbFirst", Some("msb")),
+        (R, "app_data", "Json", "msgpack", "Msgpack", Some("bson")),
+        (R, "max_dataless_rows", "None", "5", "Some(5)", Some("five")),
+        (R, "nat_as_null", "true", "false", "false", Some("nat")),
+        (R, "carray_name", "None", "x", "Some(\"x\")", None),
+        (R, "read_ahead", "2", "0", "0", Some("-2")),
+        (W, "format", "None", "parquet", "Some(Parquet)", Some("xls")),
+        (W, "mode", "Error", "append", "Append", Some("replace")),
+        (W, "overwrite", "Error", "true", "Overwrite", Some("sure")),
+        (W, "no_sync", "true", "true", "false", Some("off")),
+        (W, "compression", "None", "zstd:9", "Some(\"zstd:9\")", None),
+        (W, "row_group_size", "None", "100", "Some(100)", Some("0")),
+        (
+            W,
+            "sentinel_collisions_as_na",
+            "Error",
+            "true",
+            "AsNull",
+            Some("na"),
+        ),
+        (W, "type", "None", "T", "Some(\"T\")", None),
+        (W, "compress_level", "None", "9", "Some(9)", Some("10")),
+        (W, "extent_size", "None", "4096", "Some(4096)", Some("big")),
+        (
+            W,
+            "xml",
+            "None",
+            "Cargo.toml",
+            "Some(true)",
+            Some("no/such/file.xml"),
+        ),
+        (
+            W,
+            "filo_type",
+            "None",
+            "Double",
+            "Some(Double)",
+            Some("double"),
+        ),
+        (W, "filo_chunk_size", "None", "7", "Some(7)", Some("0")),
+        (
+            W,
+            "filo_encoding",
+            "None",
+            "dict",
+            "Some(DictionaryEncoding)",
+            Some("rle"),
+        ),
+        (W, "lenient_eof", "false", "true", "true", Some("t")),
+        (
+            W,
+            "bcolz_nulls_as_nan",
+            "",
+            "true",
+            "null_policy: Sentinel",
+            Some("nan"),
+        ),
+        (
+            W,
+            "bcolz_chunklen",
+            "",
+            "1000",
+            "chunklen: Some(1000)",
+            Some("0"),
+        ),
+        (W, "bcolz_shuffle", "", "2", "shuffle: Bit", Some("7")),
+        (
+            W,
+            "bcolz_carray",
+            "",
+            "true",
+            "kind: Some(Carray)",
+            Some("one"),
+        ),
+        (
+            W,
+            "bcolz_no_sync",
+            "",
+            "true",
+            "durable: false",
+            Some("fast"),
+        ),
+    ]
+};
+
+#[test]
+fn test_every_key_has_a_case_and_every_case_a_key() {
+    for s in SETTINGS {
+        assert!(
+            CASES.iter().any(|c| c.0 == s.kind && c.1 == s.key),
+            "no test case for the {} setting {}",
+            s.kind.name(),
+            s.key
+        );
+        assert!(!s.doc.is_empty() && !s.default.is_empty(), "{}", s.key);
+    }
+    for case in CASES {
+        assert!(
+            setting(case.0, case.1).is_some(),
+            "{} is not in SETTINGS",
+            case.1
+        );
+    }
+}
+
+#[test]
+fn test_every_key_has_its_default_takes_a_good_value_and_names_itself_on_a_bad_one() {
+    for &(kind, key, default, good, after, bad) in CASES {
+        let (before, set, failed) = match kind {
+            SettingKind::Read => {
+                let mut o = ReadOptions::default();
+                let before = read_probe(key, &o);
+                o.set(key, good)
+                    .unwrap_or_else(|e| panic!("{key}={good}: {e}"));
+                let failed = bad.map(|bad| ReadOptions::default().set(key, bad).unwrap_err());
+                (before, read_probe(key, &o), failed)
+            }
+            SettingKind::Write => {
+                let mut o = WriteOptions::default();
+                let before = write_probe(key, &o);
+                o.set(key, good)
+                    .unwrap_or_else(|e| panic!("{key}={good}: {e}"));
+                let failed = bad.map(|bad| WriteOptions::default().set(key, bad).unwrap_err());
+                (before, write_probe(key, &o), failed)
+            }
+        };
+        if !default.is_empty() {
+            assert_eq!(before, default, "the default of {key}");
+        }
+        assert!(set.contains(after), "{key}={good}: {set} lacks {after}");
+        assert_ne!(before, set, "{key}={good} changed nothing");
+        if let Some(e) = failed {
+            assert_eq!(e.setting(), Some(key), "{e}");
+            assert_eq!(e.class(), crate::ErrorClass::InvalidArgument, "{e}");
+            assert!(e.to_string().contains(&format!("the {key} option")), "{e}");
+        }
+    }
+}
+
+#[test]
+fn test_an_unknown_key_lists_the_valid_ones() {
+    let e = ReadOptions::default().set("nope", "1").unwrap_err();
+    assert!(e.message().contains("\"nope\""), "{e}");
+    assert!(
+        e.message().contains("varint") && e.message().contains("nat_as_null"),
+        "{e}"
+    );
+    let e = WriteOptions::default().set("varint", "leb128").unwrap_err();
+    assert!(
+        e.message().contains("unknown write setting \"varint\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn test_a_key_of_another_format_is_refused_by_name() {
+    let mut read = ReadOptions::for_format(Format::Jay);
+    let e = read.set_all([("varint", "leb128")]).unwrap_err();
+    assert_eq!(e.setting(), Some("varint"));
+    assert!(
+        e.to_string().contains("applies to vs input, not jay"),
+        "{e}"
+    );
+    let spelled = e.to_string_spelled(|key, _| format!("--{key}"));
+    assert!(
+        spelled.contains("--varint applies to vs input"),
+        "{spelled}"
+    );
+}
+
+#[test]
+fn test_overwrite_is_the_boolean_spelling_of_mode() {
+    let mut o = WriteOptions::default();
+    o.set("overwrite", "true").unwrap();
+    assert_eq!(o.mode, WriteMode::Overwrite);
+    o.set("overwrite", "false").unwrap();
+    assert_eq!(o.mode, WriteMode::Error);
+    o.set("mode", "append").unwrap();
+    o.set("overwrite", "false").unwrap();
+    assert_eq!(o.mode, WriteMode::Append);
+}
+
+#[test]
+fn test_append_applies_to_vs_and_bcolz_and_always_flushes() {
+    let mut o = WriteOptions::default();
+    o.set("mode", "append").unwrap();
+    assert!(o.check(Format::Vs).is_ok());
+    let e = o.check(Format::Parquet).unwrap_err();
+    assert_eq!(e.setting(), Some("mode"), "{e}");
+    o.set("bcolz_no_sync", "true").unwrap();
+    let e = o.check(Format::Bcolz).unwrap_err();
+    assert_eq!(e.setting(), Some("bcolz_no_sync"), "{e}");
+}
+
+#[test]
+fn test_compression_is_checked_by_the_output_format() {
+    let mut o = WriteOptions::default();
+    o.set("compression", "lzo").unwrap();
+    assert!(o.check(Format::DataSeries).is_ok());
+    let e = o.check(Format::Parquet).unwrap_err();
+    assert_eq!(e.setting(), Some("compression"), "{e}");
+    let e = o.check(Format::Jay).unwrap_err();
+    assert!(
+        e.to_string().contains("applies to parquet, arrow, arrows"),
+        "{e}"
+    );
+}
+
+/// The reference table of docs/settings.md, rendered from [`SETTINGS`].
+fn markdown() -> String {
+    let mut text = String::from(
+        "| key | kind | applies to | values | default | meaning |\n|---|---|---|---|---|---|\n",
+    );
+    for s in SETTINGS {
+        text.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            s.key,
+            s.kind.name(),
+            s.format_names(),
+            s.values.replace('|', "\\|"),
+            s.default,
+            s.doc
+        ));
+    }
+    text
+}
+
+/// docs/settings.md holds the table as [`SETTINGS`] has it: a key added, changed or removed
+/// fails here until the reference says so.
+#[test]
+fn test_the_settings_reference_lists_every_setting() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/settings.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_default();
+    let table = markdown();
+    if !doc.contains(&table) {
+        let expected = concat!(env!("CARGO_MANIFEST_DIR"), "/target/settings-table.md");
+        let _ = std::fs::write(expected, &table);
+        panic!("docs/settings.md lacks the current table of SETTINGS; it is in {expected}");
+    }
+    for s in SETTINGS {
+        assert!(
+            doc.contains(&format!("| `{}` | {} |", s.key, s.kind.name())),
+            "{}",
+            s.key
+        );
+    }
+}
