@@ -7,10 +7,11 @@ use arrow_array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 
 use crate::atomic::{self, Existing, Replaceable};
+use crate::error::SettingKind;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::input::StreamInput;
-use crate::options::{ReadOptions, WriteOptions};
+use crate::options::{check_applies, ReadOptions, WriteMode, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
 
@@ -137,7 +138,7 @@ pub fn create(
     let path = path.as_ref();
     // Standard output has no extension: the IPC stream is what pipes carry.
     let format = options.output_format(path)?;
-    options.check(format)?;
+    check_write(options, format)?;
     if let Some(appender) = options.appender(path, format, schema.clone())? {
         return Ok(appender);
     }
@@ -245,7 +246,7 @@ pub fn write_all(
 ) -> Result<WriteSummary> {
     let path = path.as_ref();
     if options.appends_vs(path)? {
-        options.check(Format::Vs)?;
+        check_write(options, Format::Vs)?;
         let summary = vs::append(path, reader, &options.vs_append_options()?)?;
         return Ok(WriteSummary {
             rows: summary.rows,
@@ -258,4 +259,54 @@ pub fn write_all(
         writer.write(&batch).map_err(|e| e.with_file(path))?;
     }
     writer.finish().map_err(|e| e.with_file(path))
+}
+
+/// Checks, before any data is read, what can be checked of these settings for an output
+/// of `format`: the compression codec, and that appending applies (vs and bcolz, which
+/// always flush before they commit).
+pub(crate) fn check_write(options: &WriteOptions, format: Format) -> Result<()> {
+    if let Some(spec) = &options.compression {
+        check_compression(format, spec)?;
+    }
+    if options.mode != WriteMode::Append {
+        return Ok(());
+    }
+    if !matches!(format, Format::Vs | Format::Bcolz) {
+        return Err(Error::invalid_argument(format!(
+            "appending ({}) applies to vs and bcolz output, not {format}",
+            Error::setting_phrase("mode")
+        ))
+        .with_setting("mode"));
+    }
+    let no_sync = if !options.durable {
+        Some("no_sync")
+    } else if !options.bcolz.durable() {
+        Some("bcolz_no_sync")
+    } else {
+        None
+    };
+    match no_sync {
+        Some(key) => Err(Error::for_setting(
+            key,
+            "does not apply to an append, which always flushes before it commits",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A compression spec is checked before any data is read, by the parser of the target format.
+fn check_compression(format: Format, spec: &str) -> Result<()> {
+    let checked = match format {
+        Format::Parquet => crate::ecosystem::parquet::compression(Some(spec)).map(|_| ()),
+        Format::Arrow | Format::ArrowStream => {
+            crate::ecosystem::ipc::compression(Some(spec)).map(|_| ())
+        }
+        Format::DataSeries => dataseries::WriterOptions::from_compression(Some(spec)).map(|_| ()),
+        Format::Vs => spec.parse::<vs::Compression>().map(|_| ()),
+        Format::Bcolz => bcolz::WriterOptions::default()
+            .with_compression(spec)
+            .map(|_| ()),
+        _ => return check_applies(SettingKind::Write, "compression", format),
+    };
+    checked.map_err(|e| Error::for_setting("compression", e.message()))
 }

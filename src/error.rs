@@ -178,7 +178,7 @@ struct Inner {
     offset: Option<u64>,
     row: Option<u64>,
     setting: Option<String>,
-    setting_kind: Option<crate::options::SettingKind>,
+    setting_kind: Option<SettingKind>,
     source: Option<Source>,
 }
 
@@ -236,7 +236,7 @@ impl Error {
 
     /// Says whether the setting named is the read or the write one, for the keys that are
     /// both (`format`, `type`, `filo_type`, `lenient_eof`).
-    pub fn with_setting_kind(mut self, kind: crate::options::SettingKind) -> Self {
+    pub fn with_setting_kind(mut self, kind: SettingKind) -> Self {
         if self.inner.setting_kind.is_none() {
             self.inner.setting_kind = Some(kind);
         }
@@ -335,16 +335,13 @@ impl Error {
         self.inner.setting.as_deref()
     }
     /// Whether [`Error::setting`] is the read or the write setting, when that was said.
-    pub fn setting_kind(&self) -> Option<crate::options::SettingKind> {
+    pub fn setting_kind(&self) -> Option<SettingKind> {
         self.inner.setting_kind
     }
 
     /// The error's `Display` text with its setting named by `spell(key, kind)` (a front end's
     /// flag, keyword or key) instead of [`Error::setting_phrase`].
-    pub fn to_string_spelled(
-        &self,
-        spell: impl Fn(&str, Option<crate::options::SettingKind>) -> String,
-    ) -> String {
+    pub fn to_string_spelled(&self, spell: impl Fn(&str, Option<SettingKind>) -> String) -> String {
         let text = self.to_string();
         match self.setting() {
             Some(key) => text.replace(
@@ -619,6 +616,34 @@ mod tests {
             } else {
                 eprintln!("running privileged: a mode-000 file is readable, skipped");
             }
+        }
+    }
+}
+
+/// Whether a setting is one of reading or of writing. A key may be both (`format`, `type`,
+/// `filo_type`, `lenient_eof`): one row of each kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SettingKind {
+    /// A key of [`ReadOptions::set`](crate::ReadOptions::set).
+    Read,
+    /// A key of [`WriteOptions::set`](crate::WriteOptions::set).
+    Write,
+}
+
+impl SettingKind {
+    /// `"read"` or `"write"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SettingKind::Read => "read",
+            SettingKind::Write => "write",
+        }
+    }
+
+    /// `"input"` or `"output"`: what a setting of this kind applies to.
+    pub fn side(self) -> &'static str {
+        match self {
+            SettingKind::Read => "input",
+            SettingKind::Write => "output",
         }
     }
 }

@@ -166,7 +166,7 @@ impl Format {
                     "cannot tell the format from the content or the extension; name it with the format option",
                 )
                 .with_setting("format")
-                .with_setting_kind(crate::options::SettingKind::Read)
+                .with_setting_kind(crate::error::SettingKind::Read)
                 .with_file(path)
             })
     }
@@ -178,7 +178,7 @@ impl Format {
                 "cannot tell the output format from the extension; name it with the format option",
             )
             .with_setting("format")
-            .with_setting_kind(crate::options::SettingKind::Write)
+            .with_setting_kind(crate::error::SettingKind::Write)
             .with_file(path)
         })
     }

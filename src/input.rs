@@ -121,7 +121,7 @@ impl StreamInput {
                     "cannot tell the format from the content or the extension; name it with the format option",
                 )
                 .with_setting("format")
-                .with_setting_kind(crate::options::SettingKind::Read)
+                .with_setting_kind(crate::error::SettingKind::Read)
                 .with_file(&self.name)
             })?,
         };

@@ -425,39 +425,6 @@ impl WriteOptions {
         }
     }
 
-    /// Checks, before any data is read, what can be checked of these settings for an output
-    /// of `format`: the compression codec, and that appending applies (vs and bcolz, which
-    /// always flush before they commit).
-    pub fn check(&self, format: Format) -> Result<()> {
-        if let Some(spec) = &self.compression {
-            check_compression(format, spec)?;
-        }
-        if self.mode != WriteMode::Append {
-            return Ok(());
-        }
-        if !matches!(format, Format::Vs | Format::Bcolz) {
-            return Err(Error::invalid_argument(format!(
-                "appending ({}) applies to vs and bcolz output, not {format}",
-                Error::setting_phrase("mode")
-            ))
-            .with_setting("mode"));
-        }
-        let no_sync = if !self.durable {
-            Some("no_sync")
-        } else if !self.bcolz.durable() {
-            Some("bcolz_no_sync")
-        } else {
-            None
-        };
-        match no_sync {
-            Some(key) => Err(Error::for_setting(
-                key,
-                "does not apply to an append, which always flushes before it commits",
-            )),
-            None => Ok(()),
-        }
-    }
-
     /// The appender for an existing bcolz dataset at `path` in [`WriteMode::Append`] (`None`:
     /// anything else, which [`create`](crate::create) makes new). A vs file is appended to by
     /// [`write_all`](crate::write_all) alone, which has the whole input.
@@ -498,23 +465,6 @@ impl WriteOptions {
         }
         Ok(options)
     }
-}
-
-/// A compression spec is checked before any data is read, by the parser of the target format.
-fn check_compression(format: Format, spec: &str) -> Result<()> {
-    let checked = match format {
-        Format::Parquet => crate::ecosystem::parquet::compression(Some(spec)).map(|_| ()),
-        Format::Arrow | Format::ArrowStream => {
-            crate::ecosystem::ipc::compression(Some(spec)).map(|_| ())
-        }
-        Format::DataSeries => dataseries::WriterOptions::from_compression(Some(spec)).map(|_| ()),
-        Format::Vs => spec.parse::<vs::Compression>().map(|_| ()),
-        Format::Bcolz => bcolz::WriterOptions::default()
-            .with_compression(spec)
-            .map(|_| ()),
-        _ => return check_applies(SettingKind::Write, "compression", format),
-    };
-    checked.map_err(|e| Error::for_setting("compression", e.message()))
 }
 
 #[cfg(test)]

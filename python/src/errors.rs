@@ -146,7 +146,7 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
         ErrorClass::Unsupported => &t.unsupported,
         _ => &t.data,
     };
-    let message = error.to_string_spelled(crate::options::spelling);
+    let message = error.to_string_spelled(spelling);
     let exception = ty.bind(py).call1((message,))?;
     exception.setattr("kind", error.class().as_str())?;
     let file = error.file().map(|f| f.display().to_string());
@@ -217,5 +217,14 @@ pub trait IntoPyResult<T> {
 impl<T> IntoPyResult<T> for arrowsmith::Result<T> {
     fn py_err(self) -> PyResult<T> {
         self.map_err(to_py)
+    }
+}
+
+/// How Python names the setting `key` in an error.
+pub fn spelling(key: &str, _kind: Option<arrowsmith::error::SettingKind>) -> String {
+    match key {
+        "overwrite" => "mode=\"overwrite\"".to_owned(),
+        "no_sync" => "durable=False".to_owned(),
+        _ => format!("{key}="),
     }
 }

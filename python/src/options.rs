@@ -37,15 +37,6 @@ pub fn keyword_setting(kind: SettingKind, keyword: &str) -> Option<&'static Sett
     arrowsmith::options::setting(kind, keyword).filter(|s| !parameters.contains(&s.key))
 }
 
-/// How Python names the setting `key` in an error.
-pub fn spelling(key: &str, _kind: Option<SettingKind>) -> String {
-    match key {
-        "overwrite" => "mode=\"overwrite\"".to_owned(),
-        "no_sync" => "durable=False".to_owned(),
-        _ => format!("{key}="),
-    }
-}
-
 /// The text form of a keyword's value, as the core's `set` takes it; `None` for `None`.
 fn keyword_text(setting: &Setting, value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     if value.is_none() {

@@ -215,7 +215,7 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
                     list(file)
                 ))
                 .with_setting("type")
-                .with_setting_kind(crate::options::SettingKind::Read)),
+                .with_setting_kind(crate::error::SettingKind::Read)),
             }
         }
     }

@@ -68,7 +68,7 @@ impl VectorReaderBuilder {
                 "a bare Filo vector does not say its element type; give it (the filo_type option)",
             )
             .with_setting("filo_type")
-            .with_setting_kind(crate::options::SettingKind::Read)
+            .with_setting_kind(crate::error::SettingKind::Read)
         })?;
         if self.scan.projection.is_some() {
             return Err(Error::invalid_argument(
@@ -190,7 +190,7 @@ impl VectorWriter {
                 schema.fields().len()
             ))
             .with_setting("columns")
-            .with_setting_kind(crate::options::SettingKind::Read)
+            .with_setting_kind(crate::error::SettingKind::Read)
             .with_file(&path));
         }
         let field = &schema.fields()[0];

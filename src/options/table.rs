@@ -6,33 +6,7 @@
 use crate::error::{Error, Result};
 use crate::format::Format;
 
-/// Whether a setting is one of reading or of writing. A key may be both (`format`, `type`,
-/// `filo_type`, `lenient_eof`): one row of each kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SettingKind {
-    /// A key of [`ReadOptions::set`](super::ReadOptions::set).
-    Read,
-    /// A key of [`WriteOptions::set`](super::WriteOptions::set).
-    Write,
-}
-
-impl SettingKind {
-    /// `"read"` or `"write"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SettingKind::Read => "read",
-            SettingKind::Write => "write",
-        }
-    }
-
-    /// `"input"` or `"output"`: what a setting of this kind applies to.
-    pub fn side(self) -> &'static str {
-        match self {
-            SettingKind::Read => "input",
-            SettingKind::Write => "output",
-        }
-    }
-}
+pub use crate::error::SettingKind;
 
 /// What a setting's value is, for the front ends that type their arguments (a command-line
 /// flag takes no value; a Python keyword takes a bool, an int or a str).

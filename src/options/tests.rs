@@ -289,11 +289,11 @@ fn test_overwrite_is_the_boolean_spelling_of_mode() {
 fn test_append_applies_to_vs_and_bcolz_and_always_flushes() {
     let mut o = WriteOptions::default();
     o.set("mode", "append").unwrap();
-    assert!(o.check(Format::Vs).is_ok());
-    let e = o.check(Format::Parquet).unwrap_err();
+    assert!(crate::dispatch::check_write(&o, Format::Vs).is_ok());
+    let e = crate::dispatch::check_write(&o, Format::Parquet).unwrap_err();
     assert_eq!(e.setting(), Some("mode"), "{e}");
     o.set("bcolz_no_sync", "true").unwrap();
-    let e = o.check(Format::Bcolz).unwrap_err();
+    let e = crate::dispatch::check_write(&o, Format::Bcolz).unwrap_err();
     assert_eq!(e.setting(), Some("bcolz_no_sync"), "{e}");
 }
 
@@ -301,10 +301,10 @@ fn test_append_applies_to_vs_and_bcolz_and_always_flushes() {
 fn test_compression_is_checked_by_the_output_format() {
     let mut o = WriteOptions::default();
     o.set("compression", "lzo").unwrap();
-    assert!(o.check(Format::DataSeries).is_ok());
-    let e = o.check(Format::Parquet).unwrap_err();
+    assert!(crate::dispatch::check_write(&o, Format::DataSeries).is_ok());
+    let e = crate::dispatch::check_write(&o, Format::Parquet).unwrap_err();
     assert_eq!(e.setting(), Some("compression"), "{e}");
-    let e = o.check(Format::Jay).unwrap_err();
+    let e = crate::dispatch::check_write(&o, Format::Jay).unwrap_err();
     assert!(
         e.to_string().contains("applies to parquet, arrow, arrows"),
         "{e}"
