@@ -264,7 +264,7 @@ pub fn write_all(
 /// Checks, before any data is read, what can be checked of these settings for an output
 /// of `format`: the compression codec, and that appending applies (vs and bcolz, which
 /// always flush before they commit).
-pub(crate) fn check_write(options: &WriteOptions, format: Format) -> Result<()> {
+pub fn check_write(options: &WriteOptions, format: Format) -> Result<()> {
     if let Some(spec) = &options.compression {
         check_compression(format, spec)?;
     }

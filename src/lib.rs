@@ -70,7 +70,7 @@ pub mod test_hooks;
 pub mod vs;
 pub mod write;
 
-pub use dispatch::{create, is_stdin, open, open_stream, write_all};
+pub use dispatch::{check_write, create, is_stdin, open, open_stream, write_all};
 pub use error::{Error, ErrorClass, Result};
 pub use format::Format;
 pub use fragment::{fragments, open_fragment, Fragment};

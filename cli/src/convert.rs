@@ -90,7 +90,7 @@ fn options(args: &ConvertArgs, from: Format) -> CliResult<(ReadOptions, WriteOpt
     write.format = Some(write.output_format(&args.output)?);
     settings(args).conversion(&mut read, &mut write)?;
     let to = write.format.unwrap_or(Format::ArrowStream);
-    write.check(to)?;
+    arrowsmith::check_write(&write, to)?;
     if to == Format::Bcolz {
         // bcolz chooses chunklen from the expected length: the input's row count when known.
         if let Some(rows) = arrowsmith::inspect::known_rows(&args.input, from) {
