@@ -1,5 +1,7 @@
 //! One entry point over every format: [`open`] and [`create`] choose the format from the
-//! content or the file name and hand the options to that format's builder.
+//! content or the file name and hand the options to that format's builder; [`fragments`] and
+//! [`open_fragment`] split an input and read one piece. Reading goes through an
+//! [`Input`](crate::Input), opened once per call.
 
 use std::path::Path;
 
@@ -9,17 +11,11 @@ use arrow_schema::SchemaRef;
 use crate::atomic::{self, Existing, Replaceable};
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::input::StreamInput;
+use crate::fragment::Fragment;
+use crate::input::{is_stdin, Input, StreamInput};
 use crate::options::{ReadOptions, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
-
-/// Whether `path` names standard input or output (`-`): input is read as a stream (an Arrow
-/// IPC stream unless another format is named); output is written as one of the formats that
-/// stream (arrows, csv, ndjson).
-pub fn is_stdin(path: &Path) -> bool {
-    path == Path::new("-")
-}
 
 /// Opens any supported input as a stream of record batches. The path `-` is standard input;
 /// it and any other input that is not a regular file or directory (a FIFO, a character
@@ -33,72 +29,42 @@ pub fn open(
         let (input, _) = StreamInput::open_as(path, options.format)?;
         return open_stream(input, options);
     }
-    let format = match options.format {
-        Some(f) => f,
-        None => Format::detect(path)?,
+    Input::open(path, options)?.reader(&options.scan)
+}
+
+/// Lists the fragments of `path`: pieces of about `target_rows` rows (a hint: each fragment
+/// holds at least one natural unit and never cuts one). `options.format` and
+/// `options.format_options` are used as [`open`] uses them; the scan options are not (a
+/// listing is of the whole file). To list and then read the pieces with the file opened once,
+/// use [`Input`] directly.
+///
+#[doc = include_str!("../docs/fragments.md")]
+pub fn fragments(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+    target_rows: usize,
+) -> Result<Vec<Fragment>> {
+    let path = path.as_ref();
+    crate::input::refuse_stream(path, "listing fragments")?;
+    let listing = ReadOptions {
+        scan: Default::default(),
+        ..options.clone()
     };
-    if options.scan.salvage {
-        check_salvage(format, options).map_err(|e| e.with_file(path))?;
-    }
-    let scan = options.scan.clone();
-    let formats = &options.format_options;
-    match format {
-        Format::Jay => {
-            let cap = formats
-                .max_dataless_rows
-                .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS);
-            Ok(Box::new(
-                jay::ReaderBuilder::new()
-                    .with_scan(scan)
-                    .with_max_dataless_rows(cap)
-                    .build(path)?,
-            ))
-        }
-        Format::DataSeries => Ok(Box::new(
-            dataseries::ReaderBuilder::new()
-                .with_scan(scan)
-                .with_options(&formats.dataseries)
-                .build(path)?,
-        )),
-        Format::Bcolz => Ok(Box::new(
-            bcolz::ReaderBuilder::new().with_scan(scan).build(path)?,
-        )),
-        Format::Vs => Ok(Box::new(
-            vs::ReaderBuilder::new()
-                .with_scan(scan)
-                .with_options(formats.vs)
-                .build(path)?,
-        )),
-        Format::Filo => Ok(Box::new(
-            filo::ReaderBuilder::new()
-                .with_scan(scan)
-                .with_dictionary_strings(formats.filo_dictionary)
-                .build(path)?,
-        )),
-        Format::FiloVector => {
-            let filo_type = formats.filo_type.ok_or_else(|| {
-                Error::invalid_argument(
-                    "a bare Filo vector does not say its element type; give it (the filo_type option)",
-                )
-                .with_file(path)
-            })?;
-            if scan.projection.is_some() {
-                return Err(Error::invalid_argument(
-                    "a bare Filo vector has one column; it takes no projection",
-                )
-                .with_file(path));
-            }
-            if let Some(range) = scan.range.filter(|r| *r != crate::FragmentRange::Whole) {
-                return Err(range
-                    .wrong_unit("bare Filo vector", "the whole vector")
-                    .with_file(path));
-            }
-            let batch_size = scan.batch_size_or(crate::DEFAULT_BATCH_SIZE);
-            let reader = filo::VectorReader::open(path, filo_type, batch_size, scan.limit)?;
-            Ok(Box::new(reader))
-        }
-        other => ecosystem::open(path, other, &scan),
-    }
+    Input::open(path, &listing)?.fragments(target_rows)
+}
+
+/// Opens one fragment: its format and format settings come from the fragment, the batch
+/// size, projection and limit from `options.scan` (the limit counts the fragment's rows).
+pub fn open_fragment(
+    fragment: &Fragment,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let read = ReadOptions {
+        format: Some(fragment.format),
+        scan: options.scan.clone(),
+        format_options: fragment.options.clone(),
+    };
+    Input::open(&fragment.path, &read)?.fragment_reader(fragment, &options.scan)
 }
 
 /// Reads an input opened by [`StreamInput::open`] front to back: an Arrow IPC stream (what
@@ -124,25 +90,6 @@ pub fn open_stream(
         Format::Csv => ecosystem::csv::read(reader, &name, &options.scan),
         _ => ecosystem::ndjson::read(reader, &name, &options.scan),
     }
-}
-
-/// Salvage is for the formats whose files divide into parts that can be lost one by one, and
-/// what is skipped must go somewhere the caller can read it.
-fn check_salvage(format: Format, options: &ReadOptions) -> Result<()> {
-    if !format.salvages() {
-        return Err(Error::invalid_argument(format!(
-            "salvage reads the parts of a damaged jay, dataseries, filo, vs or bcolz file; \
-             {} input is read whole or not at all",
-            format.name()
-        )));
-    }
-    if options.scan.report.is_none() {
-        return Err(Error::invalid_argument(
-            "salvage is on but no report was given to record what is skipped; \
-             set ScanOptions::report (ReadOptions::with_salvage does both)",
-        ));
-    }
-    Ok(())
 }
 
 /// Creates a writer of any supported format for batches of `schema`.

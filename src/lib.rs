@@ -70,11 +70,11 @@ pub mod test_hooks;
 pub mod vs;
 pub mod write;
 
-pub use dispatch::{create, is_stdin, open, open_stream, write_all};
+pub use dispatch::{create, fragments, open, open_fragment, open_stream, write_all};
 pub use error::{Error, ErrorClass, Result};
 pub use format::Format;
-pub use fragment::{fragments, open_fragment, Fragment};
-pub use input::StreamInput;
+pub use fragment::Fragment;
+pub use input::{is_stdin, Input, StreamInput};
 pub use inspect::{inspect, InspectOptions};
 pub use options::{FormatOptions, ReadOptions, WriteOptions};
 pub use read_ahead::{read_ahead, ReadAhead, DEFAULT_READ_AHEAD};

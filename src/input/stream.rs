@@ -9,10 +9,16 @@ use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
 
-use crate::dispatch::is_stdin;
 use crate::ecosystem::ipc::STDIN_NAME;
 use crate::error::{Error, Result};
 use crate::format::{detect_magic, Format};
+
+/// Whether `path` names standard input or output (`-`): input is read as a stream (an Arrow
+/// IPC stream unless another format is named); output is written as one of the formats that
+/// stream (arrows, csv, ndjson).
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
 
 /// Bytes looked at to recognise a stream's format (as many as [`detect_magic`] reads).
 const MAGIC_BYTES: usize = 8;
