@@ -14,15 +14,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use arrow::array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 use arrowsmith::bcolz::{self, blosc::Shuffle, NullPolicy};
 use arrowsmith::dataseries::Utf8Fields;
 use arrowsmith::filo::FiloType;
 use arrowsmith::vs::{AppDataMode, EofMode, VarintOrder};
 use arrowsmith::{
-    BatchWriter, CollisionPolicy, Format, FormatOptions, Fragment, Projection, ReadOptions,
-    ScanOptions, WriteOptions,
+    BatchWriter, CollisionPolicy, Format, FormatOptions, Projection, ReadOptions, ScanOptions,
+    WriteOptions,
 };
 use datafusion::error::{DataFusionError, Result};
 
@@ -217,7 +216,7 @@ impl ArrowsmithOptions {
         Ok(())
     }
 
-    fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
+    pub(crate) fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
         ReadOptions {
             format: Some(format),
             scan: ScanOptions {
@@ -228,39 +227,6 @@ impl ArrowsmithOptions {
             },
             format_options: self.read.clone(),
         }
-    }
-
-    /// Opens the whole of `path` with the core reader of `format`, reading what `scan` asks.
-    pub(crate) fn open(
-        &self,
-        path: &Path,
-        format: Format,
-        scan: &Scan,
-    ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-        arrowsmith::open(path, &self.read_options(format, scan))
-    }
-
-    /// Opens one fragment (its format and format options are its own) for `scan`.
-    pub(crate) fn open_fragment(
-        &self,
-        fragment: &Fragment,
-        scan: &Scan,
-    ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-        arrowsmith::open_fragment(fragment, &self.read_options(fragment.format, scan))
-    }
-
-    /// The fragments of `path`: pieces of about `target_rows` rows, from its structure alone.
-    pub(crate) fn fragments(
-        &self,
-        path: &Path,
-        format: Format,
-        target_rows: usize,
-    ) -> arrowsmith::Result<Vec<Fragment>> {
-        arrowsmith::fragments(
-            path,
-            &self.read_options(format, &Scan::default()),
-            target_rows,
-        )
     }
 
     /// Creates the core writer of `format` at `path`: nothing is there until its `finish`.
@@ -275,15 +241,6 @@ impl ArrowsmithOptions {
             ..self.write.clone()
         };
         arrowsmith::create(path, schema, &write)
-    }
-
-    /// The rows of `path` when its structure says so exactly, without decoding data.
-    pub(crate) fn known_rows(&self, path: &Path, format: Format) -> Option<u64> {
-        let fragments = self.fragments(path, format, usize::MAX).ok()?;
-        fragments
-            .iter()
-            .all(|f| f.rows_exact)
-            .then(|| fragments.iter().map(|f| f.rows).sum())
     }
 }
 

@@ -2,6 +2,7 @@
 //! and the settings it was opened with. A reader is built from the handle with the format's
 //! `ReaderBuilder::build_from_file`; fragments are listed from it.
 
+use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -74,6 +75,10 @@ impl JayInput {
 }
 
 impl OpenedFormat for JayInput {
+    fn handle(&self) -> &dyn Any {
+        self.file.as_ref()
+    }
+
     fn rows(&self) -> Option<u64> {
         Some(self.file.info().nrows)
     }
@@ -128,6 +133,10 @@ impl DsInput {
 }
 
 impl OpenedFormat for DsInput {
+    fn handle(&self) -> &dyn Any {
+        self.file.as_ref()
+    }
+
     fn rows(&self) -> Option<u64> {
         let chosen = dataseries::choose_type(&self.file, self.options.type_name.as_deref()).ok()?;
         Some(self.file.rows_of(&chosen.name))
@@ -158,6 +167,10 @@ struct VsInput {
 }
 
 impl OpenedFormat for VsInput {
+    fn handle(&self) -> &dyn Any {
+        self.file.as_ref()
+    }
+
     fn rows(&self) -> Option<u64> {
         *self
             .rows
@@ -183,6 +196,10 @@ struct BcolzInput {
 }
 
 impl OpenedFormat for BcolzInput {
+    fn handle(&self) -> &dyn Any {
+        self.info.as_ref()
+    }
+
     fn rows(&self) -> Option<u64> {
         Some(self.info.nrows)
     }
@@ -207,6 +224,10 @@ struct FiloSetInput {
 }
 
 impl OpenedFormat for FiloSetInput {
+    fn handle(&self) -> &dyn Any {
+        self.info.as_ref()
+    }
+
     fn rows(&self) -> Option<u64> {
         Some(self.info.rows())
     }
@@ -249,6 +270,10 @@ impl FiloVectorInput {
 }
 
 impl OpenedFormat for FiloVectorInput {
+    fn handle(&self) -> &dyn Any {
+        &()
+    }
+
     fn rows(&self) -> Option<u64> {
         None
     }
@@ -337,6 +362,10 @@ impl EcosystemInput {
 }
 
 impl OpenedFormat for EcosystemInput {
+    fn handle(&self) -> &dyn Any {
+        &()
+    }
+
     fn rows(&self) -> Option<u64> {
         match self.format {
             Format::ArrowStream => *self.stream_rows.get_or_init(|| {

@@ -15,6 +15,7 @@
 mod formats;
 mod stream;
 
+use std::any::Any;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +33,8 @@ pub use stream::{is_stdin, is_stream, refuse_stream, StreamInput};
 
 /// What every format's opened handle provides to [`Input`]; implemented once per format.
 pub(crate) trait OpenedFormat: Send + Sync {
+    /// The format's own opened handle, for [`Input::handle`].
+    fn handle(&self) -> &dyn Any;
     /// The row count the structure holds, without decoding data; `None` when it holds none.
     fn rows(&self) -> Option<u64>;
     /// Pieces of about `target_rows` rows along the format's seams.
@@ -120,6 +123,15 @@ impl Input {
     /// The format settings it was opened with (those its fragments carry).
     pub fn format_options(&self) -> &FormatOptions {
         &self.inner.options
+    }
+
+    /// The format's own opened handle, when it is a `T`: [`jay::JayFile`](crate::jay::JayFile),
+    /// [`dataseries::DsFile`](crate::dataseries::DsFile), [`vs::VsFile`](crate::vs::VsFile),
+    /// [`bcolz::DatasetInfo`](crate::bcolz::DatasetInfo) or
+    /// [`filo::SetInfo`](crate::filo::SetInfo), for what only that format describes (Jay's
+    /// stored column statistics, say). The ecosystem formats and a bare Filo vector have none.
+    pub fn handle<T: Any>(&self) -> Option<&T> {
+        self.inner.opened.handle().downcast_ref::<T>()
     }
 
     /// The schema of a read of every column.
