@@ -161,36 +161,10 @@ pub fn inspect_with_progress(
         }
         Err(e) => return Err(e),
     };
-    if format == Format::DataSeries && read.format_options.dataseries.type_name.is_none() {
-        // A file of several types: the structure describes them all; the schema and the rows
-        // are the first one's.
-        if let Ok(file) = crate::dataseries::DsFile::open(path, Default::default()) {
-            if crate::dataseries::choose_type(&file, None).is_err() {
-                if let Some(first) = file.candidate_types().first() {
-                    notes.push(format!(
-                        "the file declares several extent types; the schema and rows are those of {:?} (choose with the type option)",
-                        first.name
-                    ));
-                    read.format_options.dataseries.type_name = Some(first.name.clone());
-                }
-            }
-        }
+    if format == Format::DataSeries {
+        choose_first_of_several_types(path, &mut read, &mut notes);
     }
-    // One opening serves the schema and the reading pass; a file that does not open whole is
-    // opened for salvage, for the schema of what can be read.
-    let (input, schema) = match Input::open(path, &read) {
-        Ok(input) => {
-            let schema = input.schema();
-            (Some(input), schema)
-        }
-        Err(e) if lists_damage => {
-            let salvaging = read.clone().with_salvage(SalvageReport::new());
-            let salvaged = Input::open(path, &salvaging).map_err(|_| e)?;
-            notes.push("the schema is that of the columns salvage can read".to_string());
-            (None, salvaged.schema())
-        }
-        Err(e) => return Err(e),
-    };
+    let (input, schema) = open_for_report(path, &read, lists_damage, &mut notes)?;
 
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
@@ -256,6 +230,51 @@ pub fn inspect_with_progress(
         failure,
         spelling: as_written,
     })
+}
+
+/// A DataSeries file of several extent types, none chosen: the structure describes them all;
+/// the schema and the rows are the first one's, as a note says.
+fn choose_first_of_several_types(path: &Path, read: &mut ReadOptions, notes: &mut Vec<String>) {
+    if read.format_options.dataseries.type_name.is_some() {
+        return;
+    }
+    let Ok(file) = crate::dataseries::DsFile::open(path, Default::default()) else {
+        return;
+    };
+    if crate::dataseries::choose_type(&file, None).is_ok() {
+        return;
+    }
+    if let Some(first) = file.candidate_types().first() {
+        notes.push(format!(
+            "the file declares several extent types; the schema and rows are those of {:?} (choose with the type option)",
+            first.name
+        ));
+        read.format_options.dataseries.type_name = Some(first.name.clone());
+    }
+}
+
+/// The input (one opening serves the schema and the reading pass) and the report's schema. A
+/// file that does not open whole is, when damage is listed, opened for salvage for the schema
+/// of what can be read; the input is then `None`.
+fn open_for_report(
+    path: &Path,
+    read: &ReadOptions,
+    lists_damage: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Option<Input>, SchemaRef)> {
+    match Input::open(path, read) {
+        Ok(input) => {
+            let schema = input.schema();
+            Ok((Some(input), schema))
+        }
+        Err(e) if lists_damage => {
+            let salvaging = read.clone().with_salvage(SalvageReport::new());
+            let salvaged = Input::open(path, &salvaging).map_err(|_| e)?;
+            notes.push("the schema is that of the columns salvage can read".to_string());
+            Ok((None, salvaged.schema()))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The library's own spelling of a report's words.
