@@ -1,7 +1,7 @@
 //! One entry point over every format: [`open`] and [`create`] choose the format from the
 //! content or the file name and hand the options to that format's builder; [`fragments`] and
-//! [`open_fragment`] split an input and read one piece. Reading goes through an
-//! [`Input`](crate::Input), opened once per call.
+//! [`open_fragment`] split an input and read one piece, each opening the input once per call
+//! as [`Input`](crate::Input) does; to read a file more than once, keep an `Input`.
 
 use std::path::Path;
 
@@ -29,7 +29,7 @@ pub fn open(
         let (input, _) = StreamInput::open_as(path, options.format)?;
         return open_stream(input, options);
     }
-    Input::open(path, options)?.reader(&options.scan)
+    crate::input::read_once(path, options)
 }
 
 /// Lists the fragments of `path`: pieces of about `target_rows` rows (a hint: each fragment
@@ -59,12 +59,13 @@ pub fn open_fragment(
     fragment: &Fragment,
     options: &ReadOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let read = ReadOptions {
+    let mut read = ReadOptions {
         format: Some(fragment.format),
         scan: options.scan.clone(),
         format_options: fragment.options.clone(),
     };
-    Input::open(&fragment.path, &read)?.fragment_reader(fragment, &options.scan)
+    read.scan.range = Some(fragment.range);
+    crate::input::read_once(&fragment.path, &read)
 }
 
 /// Reads an input opened by [`StreamInput::open`] front to back: an Arrow IPC stream (what

@@ -313,22 +313,25 @@ impl OpenedFormat for FiloVectorInput {
     }
 }
 
-/// Parquet, Arrow IPC and the text formats: the footer's layout (row groups, record batches)
-/// read once at open; each reader opens the file through the arrow-rs reader.
+/// Parquet, Arrow IPC and the text formats: each reader opens the file through the arrow-rs
+/// reader; the footer's layout (row groups, record batches) is read on the first listing or
+/// row count, and kept.
 struct EcosystemInput {
     path: PathBuf,
     format: Format,
-    /// Parquet's row groups or an IPC file's batches, as units of a fragment.
-    units: Vec<Unit>,
-    /// Rows of a Parquet or IPC file, from its footer.
-    footer_rows: Option<u64>,
-    /// An IPC stream's rows, found by walking its message headers on first asking.
-    stream_rows: OnceLock<Option<u64>>,
+    layout: OnceLock<Layout>,
 }
 
-impl EcosystemInput {
-    fn open(path: &Path, format: Format) -> Result<EcosystemInput> {
-        let (units, footer_rows) = match format {
+/// What a Parquet or IPC file's footer (or an IPC stream's message headers) says of its units.
+struct Layout {
+    /// Parquet's row groups or an IPC file's batches, as units of a fragment.
+    units: Vec<Unit>,
+    rows: Option<u64>,
+}
+
+impl Layout {
+    fn read(path: &Path, format: Format) -> Result<Layout> {
+        Ok(match format {
             Format::Parquet => {
                 let info = ecosystem::parquet::describe(path)?;
                 let units = info.row_groups.iter().enumerate().map(|(i, g)| Unit {
@@ -337,7 +340,10 @@ impl EcosystemInput {
                     rows: g.num_rows.max(0) as u64,
                     bytes: g.compressed_size.max(0) as u64,
                 });
-                (units.collect(), u64::try_from(info.num_rows).ok())
+                Layout {
+                    units: units.collect(),
+                    rows: u64::try_from(info.num_rows).ok(),
+                }
             }
             Format::Arrow => {
                 let info = ecosystem::ipc::describe_file(path)?;
@@ -347,17 +353,41 @@ impl EcosystemInput {
                     rows: b.rows,
                     bytes: b.metadata_length + b.body_length,
                 });
-                (units.collect(), Some(info.num_rows))
+                Layout {
+                    units: units.collect(),
+                    rows: Some(info.num_rows),
+                }
             }
-            _ => (Vec::new(), None),
-        };
+            Format::ArrowStream => Layout {
+                units: Vec::new(),
+                rows: Some(ecosystem::ipc::describe_stream(path)?.num_rows),
+            },
+            _ => Layout {
+                units: Vec::new(),
+                rows: None,
+            },
+        })
+    }
+}
+
+impl EcosystemInput {
+    fn open(path: &Path, format: Format) -> Result<EcosystemInput> {
+        // What a read would say of a missing file, said now.
+        std::fs::metadata(path)?;
         Ok(EcosystemInput {
             path: path.to_path_buf(),
             format,
-            units,
-            footer_rows,
-            stream_rows: OnceLock::new(),
+            layout: OnceLock::new(),
         })
+    }
+
+    /// The layout, read once; a failure is not kept, so the next asking reads again.
+    fn layout(&self) -> Result<&Layout> {
+        if let Some(layout) = self.layout.get() {
+            return Ok(layout);
+        }
+        let layout = Layout::read(&self.path, self.format)?;
+        Ok(self.layout.get_or_init(|| layout))
     }
 }
 
@@ -367,28 +397,23 @@ impl OpenedFormat for EcosystemInput {
     }
 
     fn rows(&self) -> Option<u64> {
-        match self.format {
-            Format::ArrowStream => *self.stream_rows.get_or_init(|| {
-                ecosystem::ipc::describe_stream(&self.path)
-                    .ok()
-                    .map(|i| i.num_rows)
-            }),
-            _ => self.footer_rows,
-        }
+        self.layout().ok()?.rows
     }
 
     fn fragments(&self, target_rows: usize) -> Result<Vec<FragmentSpan>> {
+        let layout = self.layout()?;
         let grouped = |range: fn(u64, u64) -> FragmentRange| {
-            group_units(self.units.iter().copied(), target_rows, range, range(0, 0))
+            group_units(
+                layout.units.iter().copied(),
+                target_rows,
+                range,
+                range(0, 0),
+            )
         };
         Ok(match self.format {
             Format::Parquet => grouped(|start, end| FragmentRange::RowGroups { start, end }),
             Format::Arrow => grouped(|start, end| FragmentRange::Batches { start, end }),
-            Format::ArrowStream => {
-                let info = ecosystem::ipc::describe_stream(&self.path)?;
-                vec![whole(&self.path, Some(info.num_rows))?]
-            }
-            _ => vec![whole(&self.path, None)?],
+            _ => vec![whole(&self.path, layout.rows)?],
         })
     }
 

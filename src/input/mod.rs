@@ -78,21 +78,11 @@ impl Input {
     /// FIFO) is refused: it can be read only once (see [`StreamInput`]).
     pub fn open(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Input> {
         let path = path.as_ref();
-        refuse_stream(path, "opening an input for reuse")?;
-        let format = match options.format {
-            Some(format) => format,
-            None => Format::detect(path)?,
-        };
-        let salvage = options.scan.salvage;
-        if salvage {
-            check_salvage(format, &options.scan).map_err(|e| e.with_file(path))?;
-        }
-        let opened = formats::open(path, format, &options.format_options, salvage)
-            .map_err(|e| e.with_file(path))?;
+        let (format, opened) = open_format(path, options)?;
         // What every read of all columns gives; for most formats, built from the handle alone.
         let probe = ScanOptions {
             limit: Some(0),
-            salvage,
+            salvage: options.scan.salvage,
             ..ScanOptions::default()
         };
         let schema = opened
@@ -209,6 +199,36 @@ impl Input {
         scan.range = Some(fragment.range);
         self.reader(&scan)
     }
+}
+
+/// Recognises and opens `path` as [`Input::open`] does, without the reader of no rows that
+/// finds its schema.
+fn open_format(path: &Path, options: &ReadOptions) -> Result<(Format, Box<dyn OpenedFormat>)> {
+    refuse_stream(path, "opening an input for reuse")?;
+    let format = match options.format {
+        Some(format) => format,
+        None => Format::detect(path)?,
+    };
+    let salvage = options.scan.salvage;
+    if salvage {
+        check_salvage(format, &options.scan).map_err(|e| e.with_file(path))?;
+    }
+    let opened = formats::open(path, format, &options.format_options, salvage)
+        .map_err(|e| e.with_file(path))?;
+    Ok((format, opened))
+}
+
+/// One reader of `path` with `options.scan`, for a caller that reads the input once
+/// ([`open`](crate::open), [`open_fragment`](crate::open_fragment)): the input is opened as
+/// [`Input::open`] opens it, without finding the schema first, and not kept.
+pub(crate) fn read_once(
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let (_, opened) = open_format(path, options)?;
+    opened
+        .reader(options.scan.clone())
+        .map_err(|e| e.with_file(path))
 }
 
 /// Salvage is for the formats whose files divide into parts that can be lost one by one, and
