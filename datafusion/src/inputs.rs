@@ -10,7 +10,8 @@
 //!
 //! Two kinds of input are not kept between calls, only within one plan: a directory (a bcolz
 //! table, a Filo set), whose own size and time do not change when a file inside it does, and
-//! a VS file, whose opened input holds the shared lock that VS writers wait for.
+//! a VS file, whose opened input holds the shared lock that VS writers wait for
+//! ([`Input::holds_lock`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -47,7 +48,7 @@ impl InputCache {
         format: Format,
         options: &ArrowsmithOptions,
     ) -> arrowsmith::Result<Input> {
-        let stamp = stamp(path, format);
+        let stamp = stamp(path);
         if let Some(stamp) = stamp {
             let inputs = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((kept, input)) = inputs.get(path) {
@@ -57,7 +58,7 @@ impl InputCache {
             }
         }
         let input = open(path, format, options)?;
-        if let Some(stamp) = stamp {
+        if let Some(stamp) = stamp.filter(|_| !input.holds_lock()) {
             let mut inputs = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
             inputs.insert(path.to_path_buf(), (stamp, input.clone()));
         }
@@ -65,11 +66,11 @@ impl InputCache {
     }
 }
 
-/// The stamp of a file whose input may be kept; `None` for one that may not (see the module
-/// documentation) or cannot be looked at.
-fn stamp(path: &Path, format: Format) -> Option<Stamp> {
+/// The stamp of a file whose input may be kept; `None` for a directory (see the module
+/// documentation) or a path that cannot be looked at.
+fn stamp(path: &Path) -> Option<Stamp> {
     let metadata = std::fs::metadata(path).ok()?;
-    if !metadata.is_file() || format == Format::Vs {
+    if !metadata.is_file() {
         return None;
     }
     Some((metadata.len(), metadata.modified().ok()))
@@ -138,6 +139,15 @@ mod tests {
         let changed = cache.input(&path, Format::Jay, &options).unwrap();
         assert_eq!(opened_under(dir.path()).len(), 2);
         assert_ne!(changed.schema(), first.schema());
+
+        // A VS input holds the lock writers wait for: it is not kept between calls.
+        let vs = dir.path().join("t.vs");
+        std::fs::copy(fixture("vs/f64_r1_plain.vs"), &vs).unwrap();
+        let input = cache.input(&vs, Format::Vs, &options).unwrap();
+        assert!(input.holds_lock());
+        drop(input);
+        cache.input(&vs, Format::Vs, &options).unwrap();
+        assert_eq!(opened_under(dir.path()).len(), 4);
     }
 
     /// Writes a DataSeries file of many small extents, so that it splits into many fragments.

@@ -32,18 +32,29 @@ pub fn open(
 /// A source that can be read any number of times: it is opened once (its header, index or
 /// footer read and checked), and every `__arrow_c_stream__` (every scan by DuckDB, every
 /// `pyarrow.table(ds)`) builds a fresh reader from that opened input, so a self-join works.
+/// A VS file is opened again for each read: its opened input holds the lock writers wait for.
 #[pyclass(module = "arrowsmith", name = "Dataset", frozen)]
 pub struct PyDataset {
     spec: ReadSpec,
-    input: Input,
+    /// The opened input; `None` for one that holds a lock on its file (VS), which is opened
+    /// for each read instead, so that a dataset kept open does not stall writers.
+    kept: Option<Input>,
     schema: SchemaRef,
 }
 
 impl PyDataset {
-    /// A fresh reader of the opened input with `spec`'s scan, the GIL released.
+    /// The opened input: the one kept, or one opened for this read. Blocks.
+    fn input(&self) -> arrowsmith::Result<Input> {
+        match &self.kept {
+            Some(input) => Ok(input.clone()),
+            None => Input::open(&self.spec.path, &self.spec.options),
+        }
+    }
+
+    /// A fresh reader of the input with `spec`'s scan, the GIL released.
     fn reader(&self, py: Python<'_>, spec: &ReadSpec) -> PyResult<PyReader> {
         let reader = py
-            .detach(|| self.input.reader(&spec.options.scan))
+            .detach(|| self.input()?.reader(&spec.options.scan))
             .py_err()?;
         Ok(PyReader::new(reader, Some(spec.path.clone())))
     }
@@ -75,7 +86,7 @@ impl PyDataset {
             .py_err()?;
         Ok(PyDataset {
             spec,
-            input,
+            kept: (!input.holds_lock()).then_some(input),
             schema,
         })
     }
@@ -132,12 +143,12 @@ impl PyDataset {
     /// The number of rows: from the metadata where the format records it (Jay, bcolz, Filo,
     /// VS, DataSeries, Parquet, Arrow IPC files), else by reading every batch.
     fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
-        let known = py.detach(|| self.input.rows());
+        let known = py.detach(|| self.input().ok()?.rows());
         let rows = match known {
             Some(rows) => rows,
             None => {
                 let scan = &self.spec.options.scan;
-                let mut reader = py.detach(|| self.input.reader(scan)).py_err()?;
+                let mut reader = py.detach(|| self.input()?.reader(scan)).py_err()?;
                 let mut rows = 0u64;
                 while let Some(batch) = py.detach(|| reader.next()) {
                     let batch =
@@ -163,7 +174,7 @@ impl PyDataset {
         target_rows: Option<i64>,
     ) -> PyResult<Vec<crate::fragment::PyFragment>> {
         let target = crate::fragment::target_rows_or_default(target_rows)?;
-        let fragments = py.detach(|| self.input.fragments(target)).py_err()?;
+        let fragments = py.detach(|| self.input()?.fragments(target)).py_err()?;
         Ok(fragments
             .into_iter()
             .map(crate::fragment::PyFragment)
@@ -172,7 +183,7 @@ impl PyDataset {
 
     /// The row count from the metadata alone (after `limit`), or None; for progress bars.
     fn _known_rows(&self, py: Python<'_>) -> Option<u64> {
-        let rows = py.detach(|| self.input.rows())?;
+        let rows = py.detach(|| self.input().ok()?.rows())?;
         Some(
             self.spec
                 .limit()
@@ -194,7 +205,7 @@ impl PyDataset {
         let _ = requested_schema;
         let scan = &self.spec.options.scan;
         let reader: Box<dyn RecordBatchReader + Send> =
-            py.detach(|| self.input.reader(scan)).py_err()?;
+            py.detach(|| self.input()?.reader(scan)).py_err()?;
         stream_capsule(py, reader)
     }
 

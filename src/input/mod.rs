@@ -110,6 +110,13 @@ impl Input {
         self.inner.format
     }
 
+    /// Whether it holds a lock on its file while it lives: a VS input holds the shared lock,
+    /// which VS writers (appends, deletes, in this process too) wait for. A front end that
+    /// keeps inputs beyond one read (a cache, a long-lived dataset) does not keep these.
+    pub fn holds_lock(&self) -> bool {
+        self.format() == Format::Vs
+    }
+
     /// The format settings it was opened with (those its fragments carry).
     pub fn format_options(&self) -> &FormatOptions {
         &self.inner.options
