@@ -1,5 +1,7 @@
 //! One entry point over every format: [`open`] and [`create`] choose the format from the
-//! content or the file name and hand the options to that format's builder.
+//! content or the file name and hand the options to that format's builder; [`fragments`] and
+//! [`open_fragment`] split an input and read one piece, each opening the input once per call
+//! as [`Input`](crate::Input) does; to read a file more than once, keep an `Input`.
 
 use std::path::Path;
 
@@ -10,7 +12,8 @@ use crate::atomic::{self, Existing, Replaceable};
 use crate::error::SettingKind;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::input::StreamInput;
+use crate::fragment::Fragment;
+use crate::input::{Input, StreamInput};
 use crate::options::{check_applies, ReadOptions, WriteMode, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
@@ -29,60 +32,43 @@ pub fn open(
         let (input, _) = StreamInput::open_as(path, options.format)?;
         return open_stream(input, options);
     }
-    let format = match options.format {
-        Some(f) => f,
-        None => Format::detect(path)?,
+    crate::input::read_once(path, options)
+}
+
+/// Lists the fragments of `path`: pieces of about `target_rows` rows (a hint: each fragment
+/// holds at least one natural unit and never cuts one). `options.format` and
+/// `options.format_options` are used as [`open`] uses them; the scan options are not (a
+/// listing is of the whole file). To list and then read the pieces with the file opened once,
+/// use [`Input`] directly.
+///
+#[doc = include_str!("../docs/fragments.md")]
+pub fn fragments(
+    path: impl AsRef<Path>,
+    options: &ReadOptions,
+    target_rows: usize,
+) -> Result<Vec<Fragment>> {
+    let path = path.as_ref();
+    crate::input::refuse_stream(path, "listing fragments")?;
+    let listing = ReadOptions {
+        scan: Default::default(),
+        ..options.clone()
     };
-    if options.scan.salvage {
-        check_salvage(format, options).map_err(|e| e.with_file(path))?;
-    }
-    let scan = options.scan.clone();
-    let formats = &options.format_options;
-    match format {
-        Format::Jay => {
-            let cap = formats
-                .max_dataless_rows
-                .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS);
-            Ok(Box::new(
-                jay::ReaderBuilder::new()
-                    .with_scan(scan)
-                    .with_max_dataless_rows(cap)
-                    .build(path)?,
-            ))
-        }
-        Format::DataSeries => Ok(Box::new(
-            dataseries::ReaderBuilder::new()
-                .with_scan(scan)
-                .with_options(&formats.dataseries)
-                .build(path)?,
-        )),
-        Format::Bcolz => Ok(Box::new(
-            formats
-                .bcolz
-                .apply(bcolz::ReaderBuilder::new().with_scan(scan))
-                .build(path)?,
-        )),
-        Format::Vs => Ok(Box::new(
-            vs::ReaderBuilder::new()
-                .with_scan(scan)
-                .with_options(formats.vs)
-                .build(path)?,
-        )),
-        Format::Filo => Ok(Box::new(
-            filo::ReaderBuilder::new()
-                .with_scan(scan)
-                .with_dictionary_strings(formats.filo_dictionary)
-                .build(path)?,
-        )),
-        Format::FiloVector => {
-            let mut builder = filo::VectorReaderBuilder::new().with_scan(scan);
-            if let Some(filo_type) = formats.filo_type {
-                builder = builder.with_filo_type(filo_type);
-            }
-            Ok(Box::new(builder.build(path)?))
-        }
-        other => ecosystem::open(path, other, &scan),
-    }
+    Input::open(path, &listing)?.fragments(target_rows)
+}
+
+/// Opens one fragment: its format and format settings come from the fragment, the batch
+/// size, projection and limit from `options.scan` (the limit counts the fragment's rows).
+pub fn open_fragment(
+    fragment: &Fragment,
+    options: &ReadOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let mut read = ReadOptions {
+        format: Some(fragment.format),
+        scan: options.scan.clone(),
+        format_options: fragment.options.clone(),
+    };
+    read.scan.range = Some(fragment.range);
+    crate::input::read_once(&fragment.path, &read)
 }
 
 /// Reads an input opened by [`StreamInput::open`] front to back: an Arrow IPC stream (what
@@ -108,25 +94,6 @@ pub fn open_stream(
         Format::Csv => ecosystem::csv::read(reader, &name, &options.scan),
         _ => ecosystem::ndjson::read(reader, &name, &options.scan),
     }
-}
-
-/// Salvage is for the formats whose files divide into parts that can be lost one by one, and
-/// what is skipped must go somewhere the caller can read it.
-fn check_salvage(format: Format, options: &ReadOptions) -> Result<()> {
-    if !format.salvages() {
-        return Err(Error::invalid_argument(format!(
-            "salvage reads the parts of a damaged jay, dataseries, filo, vs or bcolz file; \
-             {} input is read whole or not at all",
-            format.name()
-        )));
-    }
-    if options.scan.report.is_none() {
-        return Err(Error::invalid_argument(
-            "salvage is on but no report was given to record what is skipped; \
-             set ScanOptions::report (ReadOptions::with_salvage does both)",
-        ));
-    }
-    Ok(())
 }
 
 /// Creates a writer of any supported format for batches of `schema`.

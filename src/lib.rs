@@ -7,10 +7,12 @@
 //! holds the format ↔ Arrow type mapping. [`open`] and [`create`] reach every format through one
 //! entry point, choosing the format from the content or the file name; [`fragments`] splits any
 //! input into pieces that [`open_fragment`] reads independently; [`inspect()`] reports what a
-//! file holds, down to the format's own structure.
+//! file holds, down to the format's own structure. An [`Input`] is a file of any format opened
+//! and parsed once, from which its schema, row count, fragments and readers all come: what to
+//! keep when one file is read more than once.
 //!
 //! ```no_run
-//! use arrowsmith::{jay, ReadOptions};
+//! use arrowsmith::{jay, ReadOptions, ScanOptions};
 //!
 //! // One format, explicitly:
 //! let reader = jay::ReaderBuilder::new()
@@ -26,9 +28,12 @@
 //! let summary = arrowsmith::write_all(reader, "tiny.parquet", &Default::default())?;
 //! println!("wrote {} rows", summary.rows);
 //!
-//! // The same file in independently readable pieces:
-//! for fragment in arrowsmith::fragments("data/jay/tiny.jay", &ReadOptions::default(), 1_000)? {
-//!     let rows: usize = arrowsmith::open_fragment(&fragment, &ReadOptions::default())?
+//! // The same file opened once, in independently readable pieces:
+//! let input = arrowsmith::Input::open("data/jay/tiny.jay", &ReadOptions::default())?;
+//! println!("{} rows of {} columns", input.rows().unwrap_or(0), input.schema().fields().len());
+//! for fragment in input.fragments(1_000)? {
+//!     let rows: usize = input
+//!         .fragment_reader(&fragment, &ScanOptions::default())?
 //!         .map(|b| b.map(|b| b.num_rows()))
 //!         .sum::<Result<_, _>>()?;
 //!     println!("fragment {}: {rows} rows", fragment.index);
@@ -70,11 +75,11 @@ pub mod test_hooks;
 pub mod vs;
 pub mod write;
 
-pub use dispatch::{check_write, create, is_stdin, open, open_stream, write_all};
+pub use dispatch::{check_write, create, fragments, open, open_fragment, open_stream, write_all};
 pub use error::{Error, ErrorClass, Result};
 pub use format::Format;
-pub use fragment::{fragments, open_fragment, Fragment};
-pub use input::StreamInput;
+pub use fragment::Fragment;
+pub use input::{is_stdin, Input, StreamInput};
 pub use inspect::{inspect, InspectOptions};
 pub use options::{
     FormatOptions, ReadOptions, Setting, SettingKind, WriteMode, WriteOptions, SETTINGS,

@@ -359,3 +359,152 @@ fn a_range_in_another_formats_unit_is_refused() {
     assert!(err.class().is_usage(), "{err}");
     assert!(err.to_string().contains("range of rows"), "{err}");
 }
+
+/// Removes what opening `input` reads before its data: the whole file for the formats that
+/// map it (the held map keeps its bytes), a bcolz dataset's metadata (`__rootdirs__`,
+/// `__attrs__`, each column's `meta/`), leaving the chunk files the reads need.
+fn remove_what_opening_reads(input: &Path, format: Format) {
+    if format == Format::Filo {
+        std::fs::remove_file(input.join("schema.json")).unwrap();
+        return;
+    }
+    if format != Format::Bcolz {
+        std::fs::remove_file(input).unwrap();
+        return;
+    }
+    for entry in std::fs::read_dir(input).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(path.join("meta")).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_input_lists_and_reads_every_fragment_from_the_file_opened_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = sample(10_000);
+    for format in [
+        Format::Jay,
+        Format::DataSeries,
+        Format::Vs,
+        Format::Bcolz,
+        Format::Filo,
+    ] {
+        let input = if format == Format::Vs {
+            let vs_batch = vs_sample(5_000);
+            let path = dir.path().join("t.vs");
+            let mut w =
+                arrowsmith::create(&path, vs_batch.schema(), &WriteOptions::default()).unwrap();
+            w.write(&vs_batch).unwrap();
+            w.finish().unwrap();
+            path
+        } else {
+            write_multi_unit(dir.path(), format, &batch)
+        };
+        let options = ReadOptions::for_format(format);
+        let all = whole(&input, &options).unwrap();
+        let opened = arrowsmith::Input::open(&input, &options).unwrap();
+        remove_what_opening_reads(&input, format);
+
+        let fragments = opened.fragments(1500).unwrap();
+        assert!(
+            fragments.len() > 2,
+            "{format}: {} fragments",
+            fragments.len()
+        );
+        // Opening by path again cannot work any more: what follows reads the held handle.
+        assert!(
+            arrowsmith::open_fragment(&fragments[0], &options).is_err(),
+            "{format}: the input is still there to open again"
+        );
+        let mut parts = Vec::new();
+        for f in &fragments {
+            let part = read(opened.fragment_reader(f, &ScanOptions::default()).unwrap())
+                .unwrap_or_else(|e| panic!("{format}: fragment {}: {e}", f.index));
+            assert_eq!(
+                part.num_rows() as u64,
+                f.rows,
+                "{format}: fragment {}",
+                f.index
+            );
+            parts.push(part);
+        }
+        assert_eq!(
+            concat_batches(&opened.schema(), &parts).unwrap(),
+            all,
+            "{format}"
+        );
+        assert_eq!(opened.rows(), Some(all.num_rows() as u64), "{format}");
+        assert_eq!(
+            read(opened.reader(&ScanOptions::default()).unwrap()).unwrap(),
+            all
+        );
+    }
+}
+
+/// Every input under `data/` and a file of each Arrow ecosystem format.
+fn every_format(dir: &Path) -> Vec<(PathBuf, ReadOptions)> {
+    let mut inputs = fixtures();
+    let batch = sample(3_000);
+    for format in [Format::Parquet, Format::Arrow, Format::ArrowStream] {
+        let path = write_multi_unit(dir, format, &batch);
+        inputs.push((path, ReadOptions::for_format(format)));
+    }
+    for format in [Format::Csv, Format::Ndjson] {
+        let path = dir.join(format!("t.{}", format.extensions()[0]));
+        let options = WriteOptions {
+            format: Some(format),
+            ..Default::default()
+        };
+        arrowsmith::write_all(
+            arrow_array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema()),
+            &path,
+            &options,
+        )
+        .unwrap();
+        inputs.push((path, ReadOptions::for_format(format)));
+    }
+    inputs
+}
+
+#[test]
+fn the_rows_and_schema_of_an_input_are_those_of_a_full_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut counted = std::collections::BTreeSet::new();
+    for (path, options) in every_format(dir.path()) {
+        let format = options.format.unwrap();
+        let all = whole(&path, &options).unwrap();
+        let input = arrowsmith::Input::open(&path, &options).unwrap();
+        assert_eq!(input.format(), format);
+        assert_eq!(input.schema(), all.schema(), "{}", path.display());
+        match input.rows() {
+            Some(rows) => {
+                assert_eq!(rows, all.num_rows() as u64, "{}", path.display());
+                counted.insert(format.name());
+            }
+            None => assert!(
+                matches!(format, Format::Csv | Format::Ndjson),
+                "{}: {format} states its rows",
+                path.display()
+            ),
+        }
+    }
+    for format in [
+        "jay",
+        "dataseries",
+        "filo",
+        "vs",
+        "bcolz",
+        "parquet",
+        "arrow",
+        "arrows",
+    ] {
+        assert!(
+            counted.contains(format),
+            "no {format} input counted its rows"
+        );
+    }
+}

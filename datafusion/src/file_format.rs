@@ -31,7 +31,8 @@ use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 use object_store::{ObjectMeta, ObjectStore};
 
-use crate::options::{ArrowsmithOptions, Scan};
+use crate::inputs::InputCache;
+use crate::options::ArrowsmithOptions;
 use crate::sink::ArrowsmithSink;
 use crate::source::{core_error, fragment_groups, ArrowsmithSource};
 use crate::statistics::file_statistics;
@@ -90,6 +91,8 @@ impl FileFormatFactory for ArrowsmithFormatFactory {
 pub struct ArrowsmithFormat {
     format: Format,
     options: Arc<ArrowsmithOptions>,
+    /// The files' opened inputs, shared by schema inference, statistics and scans.
+    inputs: Arc<InputCache>,
 }
 
 impl ArrowsmithFormat {
@@ -98,6 +101,7 @@ impl ArrowsmithFormat {
         ArrowsmithFormat {
             format,
             options: Arc::new(options),
+            inputs: Arc::default(),
         }
     }
 
@@ -144,20 +148,16 @@ impl FileFormat for ArrowsmithFormat {
         // Listing order is the store's; the merged schema must not depend on it.
         objects.sort_by(|a, b| a.location.cmp(&b.location));
         let format = self.format;
-        let options = Arc::clone(&self.options);
+        let (options, inputs) = (Arc::clone(&self.options), Arc::clone(&self.inputs));
         let schemas = tokio::task::spawn_blocking(move || -> Result<Vec<Schema>> {
-            let probe = Scan {
-                limit: Some(0),
-                ..Scan::default()
-            };
             objects
                 .iter()
                 .map(|object| {
                     let path = listed_path(object)?;
-                    let reader = options
-                        .open(&path, format, &probe)
+                    let input = inputs
+                        .input(&path, format, &options)
                         .map_err(|e| core_error(e.with_file(&path)))?;
-                    Ok(Arc::unwrap_or_clone(reader.schema()))
+                    Ok(Arc::unwrap_or_clone(input.schema()))
                 })
                 .collect()
         })
@@ -175,10 +175,14 @@ impl FileFormat for ArrowsmithFormat {
     ) -> Result<Statistics> {
         let path = listed_path(object)?;
         let format = self.format;
-        let options = Arc::clone(&self.options);
-        tokio::task::spawn_blocking(move || file_statistics(&path, format, &options, &table_schema))
-            .await
-            .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))
+        let (options, inputs) = (Arc::clone(&self.options), Arc::clone(&self.inputs));
+        tokio::task::spawn_blocking(move || match inputs.input(&path, format, &options) {
+            Ok(input) => file_statistics(&input, &table_schema),
+            // The scan reports why the file does not open.
+            Err(_) => Statistics::new_unknown(&table_schema),
+        })
+        .await
+        .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))
     }
 
     /// The listed files, split into the core's fragments over the session's partitions.
@@ -194,9 +198,9 @@ impl FileFormat for ArrowsmithFormat {
             .collect();
         let partitions = state.config_options().execution.target_partitions;
         let format = self.format;
-        let options = Arc::clone(&self.options);
+        let (options, inputs) = (Arc::clone(&self.options), Arc::clone(&self.inputs));
         let groups = tokio::task::spawn_blocking(move || {
-            fragment_groups(files, format, &options, partitions)
+            fragment_groups(files, format, &options, &inputs, partitions)
         })
         .await
         .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;

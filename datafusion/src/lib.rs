@@ -46,6 +46,7 @@
 
 mod catalog;
 mod file_format;
+mod inputs;
 mod options;
 mod sink;
 mod source;

@@ -16,12 +16,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use arrow::array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 use arrowsmith::options;
 use arrowsmith::{
-    BatchWriter, Format, FormatOptions, Fragment, Projection, ReadOptions, ScanOptions,
-    WriteOptions,
+    BatchWriter, Format, FormatOptions, Projection, ReadOptions, ScanOptions, WriteOptions,
 };
 use datafusion::error::{DataFusionError, Result};
 
@@ -121,7 +119,7 @@ impl ArrowsmithOptions {
         set
     }
 
-    fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
+    pub(crate) fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
         ReadOptions {
             format: Some(format),
             scan: ScanOptions {
@@ -132,39 +130,6 @@ impl ArrowsmithOptions {
             },
             format_options: self.read.clone(),
         }
-    }
-
-    /// Opens the whole of `path` with the core reader of `format`, reading what `scan` asks.
-    pub(crate) fn open(
-        &self,
-        path: &Path,
-        format: Format,
-        scan: &Scan,
-    ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-        arrowsmith::open(path, &self.read_options(format, scan))
-    }
-
-    /// Opens one fragment (its format and format options are its own) for `scan`.
-    pub(crate) fn open_fragment(
-        &self,
-        fragment: &Fragment,
-        scan: &Scan,
-    ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
-        arrowsmith::open_fragment(fragment, &self.read_options(fragment.format, scan))
-    }
-
-    /// The fragments of `path`: pieces of about `target_rows` rows, from its structure alone.
-    pub(crate) fn fragments(
-        &self,
-        path: &Path,
-        format: Format,
-        target_rows: usize,
-    ) -> arrowsmith::Result<Vec<Fragment>> {
-        arrowsmith::fragments(
-            path,
-            &self.read_options(format, &Scan::default()),
-            target_rows,
-        )
     }
 
     /// Creates the core writer of `format` at `path`: nothing is there until its `finish`.
@@ -179,15 +144,6 @@ impl ArrowsmithOptions {
             ..self.write.clone()
         };
         arrowsmith::create(path, schema, &write)
-    }
-
-    /// The rows of `path` when its structure says so exactly, without decoding data.
-    pub(crate) fn known_rows(&self, path: &Path, format: Format) -> Option<u64> {
-        let fragments = self.fragments(path, format, usize::MAX).ok()?;
-        fragments
-            .iter()
-            .all(|f| f.rows_exact)
-            .then(|| fragments.iter().map(|f| f.rows).sum())
     }
 }
 

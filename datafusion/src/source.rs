@@ -7,7 +7,8 @@
 //! map or open paths; a table on another object store is refused when the scan is planned.
 //!
 //! Decoding happens as DataFusion polls the stream, on its threads, as for its own formats;
-//! opening (which reads and verifies a file's metadata) runs on tokio's blocking pool.
+//! opening (which reads and verifies a file's metadata) runs on tokio's blocking pool, once per
+//! file: the plan's entries of one file carry its one opened [`Input`] (see [`crate::inputs`]).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use arrow::array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Schema, SchemaRef};
-use arrowsmith::{Format, Fragment, DEFAULT_TARGET_ROWS};
+use arrowsmith::{Format, Fragment, Input, DEFAULT_TARGET_ROWS};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{
@@ -32,6 +33,7 @@ use datafusion::physical_plan::DisplayFormatType;
 use futures::{FutureExt, StreamExt};
 use object_store::ObjectStore;
 
+use crate::inputs::{self, InputCache};
 use crate::options::{ArrowsmithOptions, Scan};
 
 /// The scan of files of one arrowsmith format.
@@ -164,19 +166,25 @@ impl FileSource for ArrowsmithSource {
     }
 }
 
-/// The core fragment a scan entry reads; an entry without one reads its whole file.
+/// The core fragment a scan entry reads, and its file's opened input, shared by every entry
+/// of that file; an entry without one reads its whole file.
 #[derive(Debug, Clone)]
-pub(crate) struct FragmentOf(pub Fragment);
+pub(crate) struct FragmentOf {
+    pub input: Input,
+    pub fragment: Fragment,
+}
 
 /// Splits the files of a scan into the core's fragments and deals them into at most
 /// `partitions` groups, so that one big file is read by all partitions at once. Fragments are
 /// about `rows / partitions` rows (no more than the core's default), when the files' row counts
 /// are known; the core never cuts a format's natural unit (an extent, a chunk), so a file has
-/// at most as many fragments as it has units. Blocks: reads each file's structure.
+/// at most as many fragments as it has units. Blocks: opens each file (or takes its input
+/// from `inputs`) and reads its structure.
 pub(crate) fn fragment_groups(
     files: Vec<PartitionedFile>,
     format: Format,
     options: &ArrowsmithOptions,
+    inputs: &InputCache,
     partitions: usize,
 ) -> Result<Vec<FileGroup>> {
     let partitions = partitions.max(1);
@@ -195,15 +203,14 @@ pub(crate) fn fragment_groups(
     let mut pieces = Vec::new();
     for file in files {
         let path = local_path(&file)?;
-        let fragments = options
-            .fragments(&path, format, target_rows)
-            .map_err(core_error)?;
-        for fragment in fragments {
+        let input = inputs.input(&path, format, options).map_err(core_error)?;
+        for fragment in input.fragments(target_rows).map_err(core_error)? {
             // The file's statistics describe the file, not the piece: the scan keeps the
             // table's totals.
             let mut piece = file.clone();
             piece.statistics = None;
-            pieces.push(piece.with_extension(FragmentOf(fragment)));
+            let input = input.clone();
+            pieces.push(piece.with_extension(FragmentOf { input, fragment }));
         }
     }
     let count = partitions.min(pieces.len()).max(1);
@@ -255,11 +262,12 @@ impl FileOpener for ArrowsmithOpener {
             // A file without columns (a Jay frame can have rows and none) is read whole.
             scan.projection = (!self.file_schema.fields().is_empty()).then(|| vec![0]);
         }
-        let fragment = file.extension::<FragmentOf>().map(|f| f.0.clone());
+        let piece = file.extension::<FragmentOf>().cloned();
+        let scan = options.read_options(format, &scan).scan;
         Ok(async move {
-            let reader = tokio::task::spawn_blocking(move || match &fragment {
-                Some(fragment) => options.open_fragment(fragment, &scan),
-                None => options.open(&path, format, &scan),
+            let reader = tokio::task::spawn_blocking(move || match &piece {
+                Some(piece) => piece.input.fragment_reader(&piece.fragment, &scan),
+                None => inputs::open(&path, format, &options)?.reader(&scan),
             })
             .await
             .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?

@@ -7,25 +7,17 @@
 //! and DataFusion answers `min()` / `max()` from exact statistics without reading the data.
 //! Inexact, they still order and prune the plan.
 
-use std::path::Path;
-
 use arrow_schema::{DataType, SchemaRef};
-use arrowsmith::jay::Stats;
-use arrowsmith::Format;
+use arrowsmith::jay::{JayFile, Stats};
+use arrowsmith::Input;
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 
-use crate::options::ArrowsmithOptions;
-
-/// The statistics of one file or directory of `format` under `schema` (its table's schema).
-pub(crate) fn file_statistics(
-    path: &Path,
-    format: Format,
-    options: &ArrowsmithOptions,
-    schema: &SchemaRef,
-) -> Statistics {
+/// The statistics of one opened file or directory under `schema` (its table's schema).
+pub(crate) fn file_statistics(input: &Input, schema: &SchemaRef) -> Statistics {
+    let path = input.path();
     let mut statistics = Statistics::new_unknown(schema);
-    if let Some(rows) = options.known_rows(path, format) {
+    if let Some(rows) = input.rows() {
         statistics.num_rows = Precision::Exact(rows as usize);
     }
     if let Ok(bytes) = std::fs::metadata(path).map(|m| m.len()) {
@@ -33,16 +25,13 @@ pub(crate) fn file_statistics(
             statistics.total_byte_size = Precision::Inexact(bytes as usize);
         }
     }
-    if format == Format::Jay {
-        add_jay_columns(path, schema, &mut statistics);
+    if let Some(file) = input.handle::<JayFile>() {
+        add_jay_columns(file, schema, &mut statistics);
     }
     statistics
 }
 
-fn add_jay_columns(path: &Path, schema: &SchemaRef, statistics: &mut Statistics) {
-    let Ok(file) = arrowsmith::jay::JayFile::open(path) else {
-        return;
-    };
+fn add_jay_columns(file: &JayFile, schema: &SchemaRef, statistics: &mut Statistics) {
     for column in &file.info().columns {
         let Some(name) = &column.name else { continue };
         let Ok(index) = schema.index_of(name) else {

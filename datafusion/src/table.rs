@@ -30,7 +30,8 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{CreateExternalTable, Expr};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::options::{ArrowsmithOptions, Scan};
+use crate::inputs::InputCache;
+use crate::options::ArrowsmithOptions;
 use crate::source::{core_error, fragment_groups, ArrowsmithSource, LocalPath};
 use crate::statistics::file_statistics;
 
@@ -38,6 +39,8 @@ use crate::statistics::file_statistics;
 pub struct ArrowsmithTable {
     format: Format,
     options: Arc<ArrowsmithOptions>,
+    /// The files' opened inputs (see [`crate::inputs`]).
+    inputs: Arc<InputCache>,
     /// The datasets, absolute and sorted; a bcolz or Filo directory is one.
     paths: Vec<PathBuf>,
     schema: SchemaRef,
@@ -65,16 +68,15 @@ impl ArrowsmithTable {
     ) -> Result<Self> {
         let location = strip_file_scheme(location.as_ref());
         let (format, paths) = resolve(&location, format).map_err(core_error)?;
+        let inputs = Arc::new(InputCache::default());
         let mut schema: Option<SchemaRef> = None;
+        let mut opened = Vec::with_capacity(paths.len());
         for path in &paths {
-            let probe = Scan {
-                limit: Some(0),
-                ..Scan::default()
-            };
-            let file_schema = options
-                .open(path, format, &probe)
-                .map_err(|e| core_error(e.with_file(path)))?
-                .schema();
+            let input = inputs
+                .input(path, format, &options)
+                .map_err(|e| core_error(e.with_file(path)))?;
+            let file_schema = input.schema();
+            opened.push(input);
             match &schema {
                 None => schema = Some(file_schema),
                 Some(first) if first.fields() != file_schema.fields() => {
@@ -90,13 +92,14 @@ impl ArrowsmithTable {
             }
         }
         let schema = schema.expect("resolve returns at least one path");
-        let statistics = paths
+        let statistics = opened
             .iter()
-            .map(|p| file_statistics(p, format, &options, &schema))
+            .map(|input| file_statistics(input, &schema))
             .collect();
         Ok(ArrowsmithTable {
             format,
             options: Arc::new(options),
+            inputs,
             paths,
             schema,
             statistics,
@@ -156,8 +159,9 @@ impl TableProvider for ArrowsmithTable {
             .collect();
         let partitions = state.config_options().execution.target_partitions;
         let (format, options) = (self.format, Arc::clone(&self.options));
+        let inputs = Arc::clone(&self.inputs);
         let groups = tokio::task::spawn_blocking(move || {
-            fragment_groups(files, format, &options, partitions)
+            fragment_groups(files, format, &options, &inputs, partitions)
         })
         .await
         .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;

@@ -1,22 +1,17 @@
-//! `open` and `Dataset`: a source with its options, opened afresh for every consumer.
+//! `open` and `Dataset`: a source with its options, opened once and read by every consumer.
 
 use std::path::PathBuf;
 
 use arrow_array::RecordBatchReader;
 use arrow_schema::SchemaRef;
+use arrowsmith::Input;
 use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
 use crate::errors::{self, IntoPyResult};
 use crate::options::ReadSpec;
-use crate::reader::{schema_capsule, stream_capsule, PyReader, PySchema};
-
-/// Opens `spec` with the GIL released (opening may read and check a whole header or index).
-pub fn open_spec(py: Python<'_>, spec: &ReadSpec) -> PyResult<PyReader> {
-    let reader = py.detach(|| spec.open()).py_err()?;
-    Ok(PyReader::new(reader, Some(spec.path.clone())))
-}
+use crate::reader::{open_spec, schema_capsule, stream_capsule, PyReader, PySchema};
 
 /// Opens a source for one pass over its batches.
 #[pyfunction]
@@ -34,17 +29,34 @@ pub fn open(
     open_spec(py, &spec)
 }
 
-/// A source that can be read any number of times: every `__arrow_c_stream__` (every scan by
-/// DuckDB, every `pyarrow.table(ds)`) opens a fresh reader, so a self-join works.
+/// A source that can be read any number of times: it is opened once (its header, index or
+/// footer read and checked), and every `__arrow_c_stream__` (every scan by DuckDB, every
+/// `pyarrow.table(ds)`) builds a fresh reader from that opened input, so a self-join works.
+/// A VS file is opened again for each read: its opened input holds the lock writers wait for.
 #[pyclass(module = "arrowsmith", name = "Dataset", frozen)]
 pub struct PyDataset {
     spec: ReadSpec,
+    /// The opened input; `None` for one that holds a lock on its file (VS), which is opened
+    /// for each read instead, so that a dataset kept open does not stall writers.
+    kept: Option<Input>,
     schema: SchemaRef,
 }
 
 impl PyDataset {
-    pub fn spec(&self) -> &ReadSpec {
-        &self.spec
+    /// The opened input: the one kept, or one opened for this read. Blocks.
+    fn input(&self) -> arrowsmith::Result<Input> {
+        match &self.kept {
+            Some(input) => Ok(input.clone()),
+            None => Input::open(&self.spec.path, &self.spec.options),
+        }
+    }
+
+    /// A fresh reader of the input with `spec`'s scan, the GIL released.
+    fn reader(&self, py: Python<'_>, spec: &ReadSpec) -> PyResult<PyReader> {
+        let reader = py
+            .detach(|| self.input()?.reader(&spec.options.scan))
+            .py_err()?;
+        Ok(PyReader::new(reader, Some(spec.path.clone())))
     }
 }
 
@@ -63,8 +75,20 @@ impl PyDataset {
     ) -> PyResult<PyDataset> {
         let spec = ReadSpec::new(source, format, columns, limit, batch_size, options)?;
         // Opening once checks the source and the options now, not at the first scan.
-        let schema = py.detach(|| spec.open().map(|r| r.schema())).py_err()?;
-        Ok(PyDataset { spec, schema })
+        let (input, schema) = py
+            .detach(|| -> arrowsmith::Result<(Input, SchemaRef)> {
+                let input = Input::open(&spec.path, &spec.options)?;
+                let mut probe = spec.options.scan.clone();
+                probe.limit = Some(0);
+                let schema = input.reader(&probe)?.schema();
+                Ok((input, schema))
+            })
+            .py_err()?;
+        Ok(PyDataset {
+            spec,
+            kept: (!input.holds_lock()).then_some(input),
+            schema,
+        })
     }
 
     /// The schema of the batches (after `columns`).
@@ -100,7 +124,7 @@ impl PyDataset {
         if let (Some(own), Some(asked)) = (self.spec.limit(), spec.limit()) {
             spec.options.scan.limit = Some(own.min(asked));
         }
-        open_spec(py, &spec)
+        self.reader(py, &spec)
     }
 
     /// The first `n` rows as a `pyarrow.Table` (needs pyarrow).
@@ -119,11 +143,12 @@ impl PyDataset {
     /// The number of rows: from the metadata where the format records it (Jay, bcolz, Filo,
     /// VS, DataSeries, Parquet, Arrow IPC files), else by reading every batch.
     fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
-        let known = py.detach(|| crate::inspect::known_rows(&self.spec));
+        let known = py.detach(|| self.input().ok()?.rows());
         let rows = match known {
             Some(rows) => rows,
             None => {
-                let mut reader = py.detach(|| self.spec.open()).py_err()?;
+                let scan = &self.spec.options.scan;
+                let mut reader = py.detach(|| self.input()?.reader(scan)).py_err()?;
                 let mut rows = 0u64;
                 while let Some(batch) = py.detach(|| reader.next()) {
                     let batch =
@@ -148,12 +173,17 @@ impl PyDataset {
         py: Python<'_>,
         target_rows: Option<i64>,
     ) -> PyResult<Vec<crate::fragment::PyFragment>> {
-        crate::fragment::list(py, &self.spec, target_rows)
+        let target = crate::fragment::target_rows_or_default(target_rows)?;
+        let fragments = py.detach(|| self.input()?.fragments(target)).py_err()?;
+        Ok(fragments
+            .into_iter()
+            .map(crate::fragment::PyFragment)
+            .collect())
     }
 
     /// The row count from the metadata alone (after `limit`), or None; for progress bars.
     fn _known_rows(&self, py: Python<'_>) -> Option<u64> {
-        let rows = py.detach(|| crate::inspect::known_rows(&self.spec))?;
+        let rows = py.detach(|| self.input().ok()?.rows())?;
         Some(
             self.spec
                 .limit()
@@ -173,7 +203,9 @@ impl PyDataset {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let reader: Box<dyn RecordBatchReader + Send> = py.detach(|| self.spec.open()).py_err()?;
+        let scan = &self.spec.options.scan;
+        let reader: Box<dyn RecordBatchReader + Send> =
+            py.detach(|| self.input()?.reader(scan)).py_err()?;
         stream_capsule(py, reader)
     }
 

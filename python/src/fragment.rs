@@ -8,10 +8,9 @@ use arrowsmith::{Fragment, FragmentRange, DEFAULT_TARGET_ROWS};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::dataset::open_spec;
 use crate::errors::{self, IntoPyResult};
 use crate::options::ReadSpec;
-use crate::reader::PyReader;
+use crate::reader::{open_spec, PyReader};
 
 /// One independently readable piece of a source: a row range of a Jay frame, a run of
 /// DataSeries extents, of bcolz chunks, of Parquet row groups, … Read it with
@@ -125,21 +124,20 @@ fn range_parts(range: &FragmentRange) -> (&'static str, Option<(u64, u64)>) {
     }
 }
 
+/// The `target_rows` keyword: at least 1, [`DEFAULT_TARGET_ROWS`] when not given.
+pub fn target_rows_or_default(target_rows: Option<i64>) -> PyResult<usize> {
+    match target_rows {
+        None => Ok(DEFAULT_TARGET_ROWS),
+        Some(n) if n >= 1 => Ok(n as usize),
+        Some(n) => Err(errors::argument(format!(
+            "target_rows must be at least 1, got {n}"
+        ))),
+    }
+}
+
 /// Lists the fragments of a read spec: pieces of about `target_rows` rows.
-pub fn list(
-    py: Python<'_>,
-    spec: &ReadSpec,
-    target_rows: Option<i64>,
-) -> PyResult<Vec<PyFragment>> {
-    let target = match target_rows {
-        None => DEFAULT_TARGET_ROWS,
-        Some(n) if n >= 1 => n as usize,
-        Some(n) => {
-            return Err(errors::argument(format!(
-                "target_rows must be at least 1, got {n}"
-            )))
-        }
-    };
+fn list(py: Python<'_>, spec: &ReadSpec, target_rows: Option<i64>) -> PyResult<Vec<PyFragment>> {
+    let target = target_rows_or_default(target_rows)?;
     let fragments = py
         .detach(|| arrowsmith::fragments(&spec.path, &spec.options, target))
         .py_err()?;

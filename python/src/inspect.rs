@@ -1,4 +1,4 @@
-//! `inspect`, `formats` and the row count a format's metadata holds.
+//! `inspect` and `formats`.
 
 use std::path::PathBuf;
 
@@ -8,18 +8,6 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::errors::IntoPyResult;
 use crate::options::ReadSpec;
-
-/// The row count if the source's structure holds it, without decoding the data: the sum of
-/// its fragments' rows when each is exact (every format but CSV, NDJSON and IPC streams).
-pub fn known_rows(spec: &ReadSpec) -> Option<u64> {
-    // One fragment per natural unit at most: the listing only reads headers.
-    const WHOLE: usize = 1 << 40;
-    let fragments = arrowsmith::fragments(&spec.path, &spec.options, WHOLE).ok()?;
-    fragments
-        .iter()
-        .all(|f| f.rows_exact)
-        .then(|| fragments.iter().map(|f| f.rows).sum())
-}
 
 /// The report of `arrowsmith inspect --json`, structure included, as JSON text (the Python
 /// side turns it into a dict). The library names its settings as the keywords do.

@@ -16,7 +16,8 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
-use crate::errors;
+use crate::errors::{self, IntoPyResult};
+use crate::options::ReadSpec;
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
@@ -31,6 +32,13 @@ pub struct PyReader {
     schema: SchemaRef,
     /// Named in errors that come without a file.
     source: Option<PathBuf>,
+}
+
+/// Opens `spec` for one pass, with the GIL released (opening may read and check a whole
+/// header or index).
+pub fn open_spec(py: Python<'_>, spec: &ReadSpec) -> PyResult<PyReader> {
+    let reader = py.detach(|| spec.open()).py_err()?;
+    Ok(PyReader::new(reader, Some(spec.path.clone())))
 }
 
 impl PyReader {

@@ -28,3 +28,12 @@ crate::write::record_batch_writer!(Writer, Appender);
 pub fn open_info(path: impl AsRef<std::path::Path>) -> crate::Result<DatasetInfo> {
     meta::open(path.as_ref(), None)
 }
+
+/// [`open_info`] with the column name of a carray given (`None`: the directory's name), as
+/// [`ReaderBuilder::with_carray_name`] names it.
+pub fn open_info_with(
+    path: impl AsRef<std::path::Path>,
+    carray_name: Option<&str>,
+) -> crate::Result<DatasetInfo> {
+    meta::open(path.as_ref(), carray_name)
+}

@@ -162,8 +162,7 @@ impl ReaderBuilder {
 /// The fragments of a bcolz dataset: row ranges on the first column's chunk grid of about
 /// `target_rows` rows, so a fragment reads only its own chunks. Bytes are the sizes of those
 /// chunk files (a stat each, nothing read).
-pub fn fragments(path: &Path, target_rows: usize) -> Result<Vec<FragmentSpan>> {
-    let info = meta::open(path, None)?;
+pub fn fragments(info: &DatasetInfo, target_rows: usize) -> Result<Vec<FragmentSpan>> {
     let grid = info.columns.first().map_or(1, |c| c.chunklen.max(1));
     Ok(split_rows(info.nrows, target_rows, grid, |start, end| {
         info.columns

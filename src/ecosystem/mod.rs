@@ -26,8 +26,8 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use crate::error::{Error, ErrorClass, Result};
 use crate::format::Format;
 use crate::options::WriteOptions;
+use crate::scan::FragmentRange;
 use crate::scan::ScanOptions;
-use crate::scan::{group_units, whole, FragmentRange, FragmentSpan, Unit};
 use crate::write::BatchWriter;
 
 /// How many records the CSV and NDJSON readers look at to infer a schema.
@@ -56,43 +56,6 @@ pub fn open(
         }
         other => Err(not_ecosystem(other).with_file(path)),
     }
-}
-
-/// The fragments of a Parquet file (runs of row groups), an Arrow IPC file (runs of record
-/// batches), or the one fragment of a stream, CSV or NDJSON file, from footers and message
-/// headers alone.
-pub fn fragments(path: &Path, format: Format, target_rows: usize) -> Result<Vec<FragmentSpan>> {
-    let spans = match format {
-        Format::Parquet => {
-            let info = parquet::describe(path)?;
-            let units = info.row_groups.iter().enumerate().map(|(i, g)| Unit {
-                start: i as u64,
-                end: i as u64 + 1,
-                rows: g.num_rows.max(0) as u64,
-                bytes: g.compressed_size.max(0) as u64,
-            });
-            let range = |start, end| FragmentRange::RowGroups { start, end };
-            group_units(units, target_rows, range, range(0, 0))
-        }
-        Format::Arrow => {
-            let info = ipc::describe_file(path)?;
-            let units = info.batches.iter().enumerate().map(|(i, b)| Unit {
-                start: i as u64,
-                end: i as u64 + 1,
-                rows: b.rows,
-                bytes: b.metadata_length + b.body_length,
-            });
-            let range = |start, end| FragmentRange::Batches { start, end };
-            group_units(units, target_rows, range, range(0, 0))
-        }
-        Format::ArrowStream => {
-            let info = ipc::describe_stream(path)?;
-            vec![whole(path, Some(info.num_rows))?]
-        }
-        Format::Csv | Format::Ndjson => vec![whole(path, None)?],
-        other => return Err(not_ecosystem(other).with_file(path)),
-    };
-    Ok(spans)
 }
 
 /// Refuses a fragment range other than the whole input, for the formats read whole.

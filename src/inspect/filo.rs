@@ -10,10 +10,6 @@ use crate::filo::{self, MaskKind, SetInfo, VectorInfo};
 
 use super::{count, Structure, TextTable, TEXT_ROWS};
 
-pub(super) fn known_rows(path: &Path) -> Option<u64> {
-    SetInfo::open(path).ok().map(|i| i.rows())
-}
-
 fn vector_json(v: &VectorInfo) -> Value {
     json!({
         "wire_type": v.wire_type.name(),

@@ -19,11 +19,6 @@ pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
     })
 }
 
-/// Jay keeps its row count in the meta record at the end of the file.
-pub(super) fn known_rows(path: &Path) -> Option<u64> {
-    JayFile::open(path).ok().map(|f| f.info().nrows)
-}
-
 fn trailer(info: &FrameInfo) -> &'static str {
     if info.legacy_trailer {
         "JAY1 (2018 legacy trailer)"

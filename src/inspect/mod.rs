@@ -38,11 +38,13 @@ mod vs;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use arrow_array::RecordBatchReader;
 use arrow_schema::{Field, SchemaRef};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::format::Format;
+use crate::input::Input;
 use crate::options::ReadOptions;
 use crate::salvage::{SalvageReport, Skipped};
 use crate::scan::ScanOptions;
@@ -159,41 +161,22 @@ pub fn inspect_with_progress(
         }
         Err(e) => return Err(e),
     };
-    if format == Format::DataSeries && read.format_options.dataseries.type_name.is_none() {
-        // A file of several types: the structure describes them all; the schema and the rows
-        // are the first one's.
-        if let Ok(file) = crate::dataseries::DsFile::open(path, Default::default()) {
-            if crate::dataseries::choose_type(&file, None).is_err() {
-                if let Some(first) = file.candidate_types().first() {
-                    notes.push(format!(
-                        "the file declares several extent types; the schema and rows are those of {:?} (choose with the type option)",
-                        first.name
-                    ));
-                    read.format_options.dataseries.type_name = Some(first.name.clone());
-                }
-            }
-        }
+    if format == Format::DataSeries {
+        choose_first_of_several_types(path, &mut read, &mut notes);
     }
-    let mut schema_only = read.clone();
-    schema_only.scan.limit = Some(0);
-    let schema = match crate::open(path, &schema_only) {
-        Ok(reader) => reader.schema(),
-        Err(e) if lists_damage => {
-            // The schema of what salvage can read, if anything can.
-            let salvaging = schema_only.with_salvage(SalvageReport::new());
-            let reader = crate::open(path, &salvaging).map_err(|_| e)?;
-            notes.push("the schema is that of the columns salvage can read".to_string());
-            reader.schema()
-        }
-        Err(e) => return Err(e),
-    };
+    let (input, schema) = open_for_report(path, &read, lists_damage, &mut notes)?;
 
     let mut rows = structure.as_ref().and_then(|s| s.rows);
     // Formats whose metadata does not count rows (CSV, NDJSON) are counted by reading them.
     let mut verification = None;
     let mut failure = None;
     if options.verify || rows.is_none() {
-        let pass = read_through(path, &read, None, progress);
+        let reader = match &input {
+            Some(input) => input.reader(&ScanOptions::default()),
+            // The error the first opening met, met again.
+            None => Input::open(path, &read).and_then(|i| i.reader(&ScanOptions::default())),
+        };
+        let pass = read_through(path, reader, progress);
         let read_failed = pass.error.is_some();
         let mut error = None;
         match (pass.error, rows) {
@@ -249,6 +232,51 @@ pub fn inspect_with_progress(
     })
 }
 
+/// A DataSeries file of several extent types, none chosen: the structure describes them all;
+/// the schema and the rows are the first one's, as a note says.
+fn choose_first_of_several_types(path: &Path, read: &mut ReadOptions, notes: &mut Vec<String>) {
+    if read.format_options.dataseries.type_name.is_some() {
+        return;
+    }
+    let Ok(file) = crate::dataseries::DsFile::open(path, Default::default()) else {
+        return;
+    };
+    if crate::dataseries::choose_type(&file, None).is_ok() {
+        return;
+    }
+    if let Some(first) = file.candidate_types().first() {
+        notes.push(format!(
+            "the file declares several extent types; the schema and rows are those of {:?} (choose with the type option)",
+            first.name
+        ));
+        read.format_options.dataseries.type_name = Some(first.name.clone());
+    }
+}
+
+/// The input (one opening serves the schema and the reading pass) and the report's schema. A
+/// file that does not open whole is, when damage is listed, opened for salvage for the schema
+/// of what can be read; the input is then `None`.
+fn open_for_report(
+    path: &Path,
+    read: &ReadOptions,
+    lists_damage: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Option<Input>, SchemaRef)> {
+    match Input::open(path, read) {
+        Ok(input) => {
+            let schema = input.schema();
+            Ok((Some(input), schema))
+        }
+        Err(e) if lists_damage => {
+            let salvaging = read.clone().with_salvage(SalvageReport::new());
+            let salvaged = Input::open(path, &salvaging).map_err(|_| e)?;
+            notes.push("the schema is that of the columns salvage can read".to_string());
+            Ok((None, salvaged.schema()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The library's own spelling of a report's words.
 fn as_written(text: &str) -> String {
     text.to_string()
@@ -276,22 +304,12 @@ fn structure(path: &Path, format: Format, read: &ReadOptions, verify: bool) -> R
 }
 
 /// The row count if the file's metadata holds it without reading the data (a progress bar's
-/// total); `None` for the formats whose metadata does not (DataSeries, whose count depends on
-/// the extent type read, CSV, NDJSON, Arrow IPC streams) and when the metadata cannot be read.
+/// total): [`Input::rows`] of `path` read as `format` with default settings; `None` when it
+/// cannot be opened.
 pub fn known_rows(path: &Path, format: Format) -> Option<u64> {
-    match format {
-        Format::Jay => jay::known_rows(path),
-        Format::Filo => filo::known_rows(path),
-        Format::Vs => vs::known_rows(path),
-        Format::Bcolz => crate::bcolz::open_info(path).ok().map(|i| i.nrows),
-        Format::Parquet => crate::ecosystem::parquet::describe(path)
-            .ok()
-            .and_then(|i| u64::try_from(i.num_rows).ok()),
-        Format::Arrow => crate::ecosystem::ipc::describe_file(path)
-            .ok()
-            .map(|i| i.num_rows),
-        _ => None,
-    }
+    Input::open(path, &ReadOptions::for_format(format))
+        .ok()?
+        .rows()
 }
 
 /// The outcome of reading every batch.
@@ -303,8 +321,7 @@ struct ReadThrough {
 
 fn read_through(
     path: &Path,
-    options: &ReadOptions,
-    salvage: Option<&SalvageReport>,
+    reader: Result<Box<dyn RecordBatchReader + Send>>,
     progress: &mut dyn FnMut(u64),
 ) -> ReadThrough {
     let mut outcome = ReadThrough {
@@ -312,11 +329,7 @@ fn read_through(
         batches: 0,
         error: None,
     };
-    let mut options = options.clone();
-    if let Some(report) = salvage {
-        options = options.with_salvage(report.clone());
-    }
-    let reader = match crate::open(path, &options) {
+    let reader = match reader {
         Ok(reader) => reader,
         Err(e) => {
             outcome.error = Some(e.with_file(path));
@@ -346,7 +359,9 @@ fn damaged_parts(
     progress: &mut dyn FnMut(u64),
 ) -> Vec<Skipped> {
     let report = SalvageReport::new();
-    let pass = read_through(path, options, Some(&report), progress);
+    let salvaging = options.clone().with_salvage(report.clone());
+    let reader = Input::open(path, &salvaging).and_then(|i| i.reader(&salvaging.scan));
+    let pass = read_through(path, reader, progress);
     let mut damaged = report.take();
     if let Some(e) = pass.error {
         let offset = e.offset();

@@ -29,13 +29,6 @@ pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
     })
 }
 
-pub(super) fn known_rows(path: &Path) -> Option<u64> {
-    open(path)
-        .and_then(|f| f.describe(0))
-        .ok()
-        .map(|d| d.live_points)
-}
-
 fn kind_name(kind: u8) -> &'static str {
     match kind {
         b'^' => "meta",

@@ -1,9 +1,7 @@
 //! A file's block structure from its block headers alone, nothing decoded: the [`fragments`]
 //! a scan can be split into, and the [`Description`] `inspect` shows.
 
-use std::path::Path;
-
-use super::{attach, VsFile, VsReadOptions};
+use super::{attach, VsFile};
 use crate::error::{Error, Result};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, Unit};
 use crate::vs::codec::{self, Blocks, Meta};
@@ -11,17 +9,12 @@ use crate::vs::codec::{self, Blocks, Meta};
 /// The fragments of a VS file: runs of point blocks of about `target_rows` live points, found
 /// by walking the block headers (nothing is decoded). A run begins at its first point block
 /// and ends past its last one; blank (deleted) and unknown blocks between runs are skipped.
-pub fn fragments(
-    path: &Path,
-    options: VsReadOptions,
-    target_rows: usize,
-) -> Result<Vec<FragmentSpan>> {
-    let file = VsFile::open(path, options)?;
+pub fn fragments(file: &VsFile, target_rows: usize) -> Result<Vec<FragmentSpan>> {
     let mut failure = None;
     let spans = if file.meta.is_none() {
         Vec::new()
     } else {
-        let mut blocks = Blocks::new(&file.bytes, file.data_start, options.parse.eof);
+        let mut blocks = Blocks::new(&file.bytes, file.data_start, file.options.parse.eof);
         let units = std::iter::from_fn(|| loop {
             match blocks.next_block() {
                 Ok(Some(block)) if block.kind == codec::POINT => {
