@@ -9,8 +9,8 @@ use tempfile::NamedTempFile;
 use crate::error::{Error, ErrorClass, Result};
 
 use super::sync::sync_tree;
-use super::target::DatasetKind;
-use super::temps::{flock, hold, remove_stale_temps, temp_sibling};
+use super::target::{check_target, refuse_stream, DatasetKind, Existing, Replaceable};
+use super::temps::{flock, hold, remove_stale_temps, temp_sibling, TEMP_ATTEMPTS};
 use super::{parent_dir, sync_parent};
 
 /// The mode of a new directory before the umask.

@@ -34,7 +34,7 @@ pub use stream::{StreamOutput, SINK_NAME};
 pub(crate) use sync::{sync_dir, sync_path, sync_tree};
 pub use target::{check_target, refuse_stream, DatasetKind, Existing, Replaceable};
 pub use temps::remove_stale_temps;
-use temps::{hold, temp_sibling};
+use temps::{hold, temp_sibling, TEMP_ATTEMPTS};
 
 /// The directory a target lives in: its temporary sibling goes there, since a rename is atomic
 /// only within one file system.

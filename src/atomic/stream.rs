@@ -8,6 +8,7 @@ use tempfile::NamedTempFile;
 
 use crate::error::{Error, ErrorClass, Result};
 
+use super::target::{check_target, Existing, Replaceable};
 use super::AtomicFile;
 
 /// The output of a single-file writer: a file that appears whole at [`StreamOutput::commit`],

@@ -40,7 +40,7 @@ pub(super) fn temp_sibling<T>(
 
 /// How many times a writer makes a new temporary when a cleaner removed the last one in the
 /// moment between its creation and the writer's lock on it.
-const TEMP_ATTEMPTS: usize = 8;
+pub(super) const TEMP_ATTEMPTS: usize = 8;
 
 /// The writer's lock on its temporary at `path`, open as `file`: taken (waiting for a cleaner
 /// that holds it), then checked to still name the same file, since a cleaner that took the
