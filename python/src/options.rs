@@ -203,15 +203,6 @@ impl ReadSpec {
             None => arrowsmith::open(&self.path, &self.options),
         }
     }
-
-    /// The extent type a DataSeries read was asked for (`type=`).
-    pub fn dataseries_type(&self) -> Option<&str> {
-        self.options.format_options.dataseries.type_name.as_deref()
-    }
-
-    pub fn set_dataseries_type(&mut self, name: String) {
-        self.options.format_options.dataseries.type_name = Some(name);
-    }
 }
 
 /// The input's format: as named, or recognised from the content and the name.
@@ -278,7 +269,7 @@ impl WriteSpec {
             // bcolz chooses its chunk length from the expected length.
             write.bcolz = write.bcolz.with_expected_len(rows.max(1));
         }
-        write.check(format).py_err()?;
+        arrowsmith::check_write(&write, format).py_err()?;
         Ok(WriteSpec {
             path,
             format,

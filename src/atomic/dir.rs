@@ -1,17 +1,15 @@
 //! A directory output, moved into place in one step.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-
-use tempfile::NamedTempFile;
 
 use crate::error::{Error, ErrorClass, Result};
 
 use super::sync::sync_tree;
+use super::sync_parent;
 use super::target::{check_target, refuse_stream, DatasetKind, Existing, Replaceable};
 use super::temps::{flock, hold, remove_stale_temps, temp_sibling, TEMP_ATTEMPTS};
-use super::{parent_dir, sync_parent};
 
 /// The mode of a new directory before the umask.
 const DIR_MODE: u32 = 0o777;

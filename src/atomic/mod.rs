@@ -31,7 +31,7 @@ use crate::error::{Error, ErrorClass, Result};
 pub use dir::AtomicDir;
 pub(crate) use stream::Destination;
 pub use stream::{StreamOutput, SINK_NAME};
-pub(crate) use sync::{sync_dir, sync_path, sync_tree};
+pub(crate) use sync::{sync_dir, sync_path};
 pub use target::{check_target, refuse_stream, DatasetKind, Existing, Replaceable};
 pub use temps::remove_stale_temps;
 use temps::{hold, temp_sibling, TEMP_ATTEMPTS};

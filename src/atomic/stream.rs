@@ -4,9 +4,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use tempfile::NamedTempFile;
-
-use crate::error::{Error, ErrorClass, Result};
+use crate::error::{Error, Result};
 
 use super::target::{check_target, Existing, Replaceable};
 use super::AtomicFile;

@@ -1,12 +1,10 @@
 //! Flushing files and directories to disk, in parallel where there are many.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
-use tempfile::NamedTempFile;
-
-use crate::error::{Error, ErrorClass, Result};
+use crate::error::{Error, Result};
 
 /// Flushes to disk every file and directory under `root` (and `root` itself).
 pub(crate) fn sync_tree(root: &Path) -> Result<()> {

@@ -1,10 +1,7 @@
 //! What may stand at a target before a write: the one overwrite rule of every writer.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
-
-use tempfile::NamedTempFile;
+use std::io;
+use std::path::Path;
 
 use crate::error::{Error, ErrorClass, Result};
 

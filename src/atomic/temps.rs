@@ -2,12 +2,10 @@
 //! while written, and removed by the next writer once no live writer holds them.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 
-use tempfile::NamedTempFile;
-
-use crate::error::{Error, ErrorClass, Result};
+use crate::error::{Error, Result};
 
 use super::parent_dir;
 
