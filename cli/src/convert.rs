@@ -7,7 +7,7 @@ use std::time::Instant;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use arrowsmith::{
-    Error, ErrorClass, Format, ReadOptions, SalvageReport, Skipped, WriteMode, WriteOptions,
+    Error, ErrorClass, Format, Input, ReadOptions, SalvageReport, Skipped, WriteMode, WriteOptions,
 };
 
 use super::progress::Progress;
@@ -31,27 +31,37 @@ pub(crate) const AFTER_HELP: &str = "Examples:
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let started = Instant::now();
     let (from, stream) = super::open_input(&args.input, args.from)?;
-    let (read, write) = options(&args, from)?;
+    let (read, mut write) = options(&args, from)?;
     refuse_same_file(&args.input, &args.output)?;
     let report = read.scan.report.clone();
 
     super::interrupt::install();
-    let reader = match args.fragment {
-        Some(k) => open_fragment(&args, k, &read)?,
-        None => match stream {
-            Some(input) => arrowsmith::open_stream(input, &read)?,
-            None => arrowsmith::open(&args.input, &read)?,
-        },
+    // A file is opened once: its row count (the progress bar's total, bcolz's expected
+    // length) and its batches come from the same opened input.
+    let (reader, input) = match stream {
+        Some(stream) => (arrowsmith::open_stream(stream, &read)?, None),
+        None => {
+            let input = Input::open(&args.input, &read)?;
+            let reader = match args.fragment {
+                Some(k) => fragment_reader(&args, k, &input, &read)?,
+                None => input.reader(&read.scan)?,
+            };
+            (reader, Some(input))
+        }
     };
+    let known_rows = || match &input {
+        Some(input) if args.fragment.is_none() => input.rows(),
+        _ => None,
+    };
+    if write.format == Some(Format::Bcolz) {
+        // bcolz chooses chunklen from the expected length: the input's row count when known.
+        if let Some(rows) = known_rows() {
+            let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
+            write.bcolz = write.bcolz.with_expected_len(rows.max(1));
+        }
+    }
     let columns = reader.schema().fields().len();
-    let mut progress = Progress::new(
-        || match from {
-            _ if args.fragment.is_some() => None,
-            Format::DataSeries => super::dataseries::known_rows(&args.input, &args.ds_read),
-            _ => arrowsmith::inspect::known_rows(&args.input, from),
-        },
-        args.limit,
-    );
+    let mut progress = Progress::new(known_rows, args.limit);
     if args.quiet {
         progress.silence();
     }
@@ -91,13 +101,6 @@ fn options(args: &ConvertArgs, from: Format) -> CliResult<(ReadOptions, WriteOpt
     settings(args).conversion(&mut read, &mut write)?;
     let to = write.format.unwrap_or(Format::ArrowStream);
     arrowsmith::check_write(&write, to)?;
-    if to == Format::Bcolz {
-        // bcolz chooses chunklen from the expected length: the input's row count when known.
-        if let Some(rows) = arrowsmith::inspect::known_rows(&args.input, from) {
-            let rows = args.limit.map_or(rows, |l| rows.min(l as u64));
-            write.bcolz = write.bcolz.with_expected_len(rows.max(1));
-        }
-    }
     Ok((read, write))
 }
 
@@ -135,13 +138,14 @@ pub(crate) fn settings(args: &ConvertArgs) -> Settings {
 }
 
 /// Fragment `k` of the input's listing at `--target-rows`, opened.
-fn open_fragment(
+fn fragment_reader(
     args: &ConvertArgs,
     k: usize,
+    input: &Input,
     read: &ReadOptions,
 ) -> arrowsmith::Result<Box<dyn RecordBatchReader + Send>> {
     let target = args.target_rows.unwrap_or(arrowsmith::DEFAULT_TARGET_ROWS);
-    let fragments = arrowsmith::fragments(&args.input, read, target)?;
+    let fragments = input.fragments(target)?;
     let fragment = fragments.get(k).ok_or_else(|| {
         Error::invalid_argument(format!(
             "there is no fragment {k}: the input has {} at --target-rows {target} (0 to {})",
@@ -150,7 +154,7 @@ fn open_fragment(
         ))
         .with_file(&args.input)
     })?;
-    arrowsmith::open_fragment(fragment, read)
+    input.fragment_reader(fragment, &read.scan)
 }
 
 /// The batches on their way to the writer: counted for the progress bar, each followed by a

@@ -1,8 +1,6 @@
 //! DataSeries options of the command line: the extent type, Utf8 fields and checks on input;
 //! level, extent size and XML on output (`--type` also names a DataSeries output's type).
 
-use std::path::Path;
-
 use super::settings::Settings;
 use super::{DsReadArgs, DsWriteArgs};
 
@@ -22,12 +20,4 @@ impl DsWriteArgs {
             .value("extent_size", self.extent_size)
             .value("xml", self.xml.as_ref().map(|x| x.display()));
     }
-}
-
-/// Rows of the extent type a DataSeries input would be read as (for the progress bar), from the
-/// extent headers alone; `None` when the file or the type choice fails (the reader reports why).
-pub(crate) fn known_rows(path: &Path, a: &DsReadArgs) -> Option<u64> {
-    let file = arrowsmith::dataseries::DsFile::open(path, Default::default()).ok()?;
-    let t = arrowsmith::dataseries::choose_type(&file, a.ds_type.as_deref()).ok()?;
-    Some(file.rows_of(&t.name))
 }

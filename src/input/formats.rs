@@ -261,6 +261,8 @@ impl FiloVectorInput {
             Error::invalid_argument(
                 "a bare Filo vector does not say its element type; give it (the filo_type option)",
             )
+            .with_setting("filo_type")
+            .with_setting_kind(crate::error::SettingKind::Read)
         })?;
         // What the read will say of a missing file, said now.
         std::fs::metadata(path)?;
