@@ -13,18 +13,30 @@ use memmap2::Mmap;
 /// Files smaller than this are read: a mapping costs more than the copy it saves.
 const MAP_THRESHOLD: u64 = 4096;
 
-/// The whole file at `path` as one buffer, and the mapping behind it when it is mapped. Arrays
-/// sliced from a mapped buffer keep the mapping alive, so their values are read from the page
-/// cache without a copy; another process truncating the file meanwhile can fault the reader
-/// (use [`read_aligned`] where that matters).
+/// The whole file at `path` as one buffer, and the mapping behind it when it is mapped (see
+/// [`file_bytes`]).
 pub(crate) fn map_or_read(path: &Path) -> std::io::Result<(Buffer, Option<Arc<Mmap>>)> {
-    let file = File::open(path)?;
+    file_bytes(&File::open(path)?)
+}
+
+/// The whole of an open file as one buffer: the one place the readers of every format take a
+/// file's bytes from. A regular file of [`MAP_THRESHOLD`] bytes or more is mapped, and the
+/// mapping is returned too; arrays sliced from the buffer keep it alive, so their values are
+/// read from the page cache without a copy. Another process truncating the file meanwhile can
+/// fault the reader: a read past the new end raises SIGBUS, which ends the process (use
+/// [`read_aligned`] where that matters, or hold a lock that writers respect, as VS does).
+/// Anything else is read into an aligned allocation.
+pub(crate) fn file_bytes(file: &File) -> std::io::Result<(Buffer, Option<Arc<Mmap>>)> {
     let metadata = file.metadata()?;
     if !metadata.is_file() || metadata.len() < MAP_THRESHOLD {
-        return Ok((read_aligned(path)?, None));
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        let mut reader = file;
+        reader.read_to_end(&mut bytes)?;
+        return Ok((aligned_copy(&bytes), None));
     }
     // SAFETY: the map is read-only and private to this process; see above for truncation.
-    let map = Arc::new(unsafe { Mmap::map(&file)? });
+    let map = Arc::new(unsafe { Mmap::map(file)? });
     let len = map.len();
     let ptr = NonNull::new(map.as_ptr() as *mut u8).expect("a mapping is never null");
     // SAFETY: `ptr` is valid for `len` bytes for as long as the `Mmap` lives, and the buffer

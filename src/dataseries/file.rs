@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_buffer::Buffer;
+
 use super::byte_order::ByteOrder;
 use super::checksum;
 use super::extent::{decode_raw, read_extent_header, Checks, ExtentHeader, MAX_PART};
@@ -15,15 +17,10 @@ use crate::salvage::Skipped;
 pub const HEADER_LEN: usize = 40;
 /// Bytes of the file trailer (§4).
 pub const TRAILER_LEN: usize = 28;
-enum Bytes {
-    Map(memmap2::Mmap),
-    Vec(Vec<u8>),
-}
-
 /// An opened DataSeries file: its bytes, types and extent list.
 pub struct DsFile {
     path: Option<PathBuf>,
-    bytes: Bytes,
+    bytes: Buffer,
     /// The file's byte order, from its header.
     pub order: ByteOrder,
     /// Declared types, in XmlType order (sorted by name).
@@ -62,28 +59,21 @@ impl DsFile {
     /// Opens and memory-maps the file at `path`, reading its header, types, trailer and index.
     pub fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<DsFile> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_file(path))?;
-        // SAFETY: the map is read-only and private to this process, and its slices are only
-        // read. Another process truncating the file meanwhile can fault the reader: a read past
-        // the new end raises SIGBUS, which ends the process (as src/mapped.rs says). Mapping
-        // trades that for no copy.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_file(path))?;
-        Self::from_parts(Some(path.to_path_buf()), Bytes::Map(map), options)
-            .map_err(|e| e.with_file(path))
+        // Mapped (see `mapped::file_bytes` about a file truncated meanwhile).
+        let (bytes, _) = std::fs::File::open(path)
+            .and_then(|file| crate::mapped::file_bytes(&file))
+            .map_err(|e| Error::from(e).with_file(path))?;
+        Self::from_parts(Some(path.to_path_buf()), bytes, options).map_err(|e| e.with_file(path))
     }
 
     /// Opens a file held in memory.
     pub fn from_bytes(bytes: Vec<u8>, options: OpenOptions) -> Result<DsFile> {
-        Self::from_parts(None, Bytes::Vec(bytes), options)
+        Self::from_parts(None, Buffer::from_vec(bytes), options)
     }
 
     /// The whole file's bytes.
     pub fn bytes(&self) -> &[u8] {
-        match &self.bytes {
-            Bytes::Map(m) => m,
-            Bytes::Vec(v) => v,
-        }
+        self.bytes.as_slice()
     }
 
     /// The file's path, unless it was opened from bytes.
@@ -99,7 +89,7 @@ impl DsFile {
         }
     }
 
-    fn from_parts(path: Option<PathBuf>, bytes: Bytes, options: OpenOptions) -> Result<DsFile> {
+    fn from_parts(path: Option<PathBuf>, bytes: Buffer, options: OpenOptions) -> Result<DsFile> {
         let mut f = DsFile {
             path,
             bytes,

@@ -1,12 +1,11 @@
 //! An opened VS file ([`VsFile`]): its bytes (mapped), the shared lock that guards them, and
 //! the meta block, found by walking the blocks before it when the file is opened.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
-use memmap2::Mmap;
 
 use super::schema::schema_for;
 use super::VsReadOptions;
@@ -17,7 +16,7 @@ use crate::vs::lock::{self, LockKind, LockedFile};
 /// An opened VS file: its bytes (mapped), its meta and the lock that guards them.
 pub struct VsFile {
     path: Option<PathBuf>,
-    pub(super) bytes: Bytes,
+    pub(super) bytes: Buffer,
     _lock: Option<LockedFile>,
     pub(super) meta: Option<Meta>,
     /// Offset of the first block after the meta block (or of the end, without meta).
@@ -25,53 +24,25 @@ pub struct VsFile {
     pub(super) options: VsReadOptions,
 }
 
-/// A file's bytes: mapped, or read into memory when small or handed in.
-pub(super) enum Bytes {
-    Map(Mmap),
-    Vec(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Map(m) => m,
-            Bytes::Vec(v) => v,
-        }
-    }
-}
-
-/// Maps a file, or reads it when it is too small for a map to pay.
-fn map_file(file: &File) -> std::io::Result<Bytes> {
-    let len = file.metadata()?.len();
-    if len < 4096 {
-        use std::io::Read;
-        let mut v = Vec::with_capacity(len as usize);
-        let mut f = file;
-        f.read_to_end(&mut v)?;
-        return Ok(Bytes::Vec(v));
-    }
-    // SAFETY: read-only private map. Writers that follow the format take the exclusive lock,
-    // which our shared lock excludes, and appenders only write past the terminal anyway.
-    Ok(Bytes::Map(unsafe { Mmap::map(file)? }))
-}
-
 impl VsFile {
     /// Opens a file under the shared lock and reads everything up to the meta block.
     pub fn open(path: impl AsRef<Path>, options: VsReadOptions) -> Result<VsFile> {
         let path = path.as_ref();
         let locked = lock::open_locked(path, LockKind::Shared, options.lock)?;
-        let bytes = map_file(&locked.file).map_err(|e| Error::from(e).with_file(path))?;
+        // Mapped: writers that follow the format take the exclusive lock, which this shared
+        // lock excludes, and appenders only write past the terminal.
+        let (bytes, _) =
+            crate::mapped::file_bytes(&locked.file).map_err(|e| Error::from(e).with_file(path))?;
         Self::from_parts(bytes, Some(locked), Some(path.to_path_buf()), options)
     }
 
     /// VS bytes held in memory (no lock).
     pub fn from_bytes(bytes: Vec<u8>, options: VsReadOptions) -> Result<VsFile> {
-        Self::from_parts(Bytes::Vec(bytes), None, None, options)
+        Self::from_parts(Buffer::from_vec(bytes), None, None, options)
     }
 
     fn from_parts(
-        bytes: Bytes,
+        bytes: Buffer,
         lock: Option<LockedFile>,
         path: Option<PathBuf>,
         options: VsReadOptions,

@@ -16,11 +16,10 @@ use crate::vs::codec::{self, Blocks, EofMode, Meta, VarintOrder};
 use crate::vs::lock::{self, LockKind, LockWait};
 use crate::vs::mapping::shape_json;
 
-/// The bytes of a file we hold the exclusive lock of (so nobody else changes them).
-fn map(file: &File) -> Result<memmap2::Mmap> {
-    // SAFETY: read-only map; the exclusive header lock keeps writers that follow the format
-    // away while the map is in use, and we write through the descriptor only after the walk.
-    Ok(unsafe { memmap2::Mmap::map(file)? })
+/// The bytes of a file we hold the exclusive lock of (so nobody else changes them while the
+/// mapping is in use; we write through the descriptor only after the walk).
+fn map(file: &File) -> Result<arrow_buffer::Buffer> {
+    Ok(crate::mapped::file_bytes(file)?.0)
 }
 
 /// (type, start, end) of every block before the terminal.
