@@ -110,18 +110,9 @@ impl PyFragment {
     }
 }
 
+/// The range's unit and bounds, as the core names them (the JSON form's).
 fn range_parts(range: &FragmentRange) -> (&'static str, Option<(u64, u64)>) {
-    match *range {
-        FragmentRange::Whole => ("whole", None),
-        FragmentRange::Rows { start, end } => ("rows", Some((start, end))),
-        FragmentRange::Bytes { start, end } => ("bytes", Some((start, end))),
-        FragmentRange::Chunks { start, end } => ("chunks", Some((start, end))),
-        FragmentRange::RowGroups { start, end } => ("row_groups", Some((start, end))),
-        FragmentRange::Batches { start, end } => ("batches", Some((start, end))),
-        // The enum may grow; a unit we do not know still prints.
-        #[allow(unreachable_patterns)]
-        _ => ("other", None),
-    }
+    (range.unit(), range.bounds())
 }
 
 /// The `target_rows` keyword: at least 1, [`DEFAULT_TARGET_ROWS`] when not given.
