@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
                 let _ = c.chunk_header(k);
             }
         }
-        let _ = bcolz::fragments(&carray, 10);
+        let _ = bcolz::fragments(&info, 10);
     }
     for read_ahead in [0, 2] {
         strict_and_salvaging(|report| {

@@ -3,7 +3,7 @@
 //! row counts and fragments).
 #![no_main]
 
-use arrowsmith::dataseries::{fragments, DsFile, OpenOptions, ReaderBuilder};
+use arrowsmith::dataseries::{fragments, DsFile, OpenOptions, ReaderBuilder, TypedFile};
 use arrowsmith_fuzz::{drain, strict_and_salvaging};
 use libfuzzer_sys::fuzz_target;
 
@@ -20,10 +20,13 @@ fuzz_target!(|data: &[u8]| {
         strict_and_salvaging(|report| read(data, None, true, report));
         return;
     };
+    let file = std::sync::Arc::new(file);
     let names: Vec<String> = file.types.iter().map(|t| t.name.clone()).collect();
     for name in &names {
         let _ = file.rows_of(name);
-        let _ = fragments(&file, Some(name), 7);
+        if let Ok(typed) = TypedFile::new(file.clone(), Some(name)) {
+            let _ = fragments(&typed, 7);
+        }
     }
     // Only the data types: the XmlType and index extents are read by the open.
     for name in names.iter().take(4) {

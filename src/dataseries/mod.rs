@@ -19,7 +19,7 @@ pub use codec::Mode;
 pub use extent::{Checks, ExtentHeader};
 pub use file::{DsFile, OpenOptions};
 pub use mapping::Utf8Fields;
-pub use reader::{choose_type, fragments, DsReadOptions, Reader, ReaderBuilder};
+pub use reader::{choose_type, fragments, DsReadOptions, Reader, ReaderBuilder, TypedFile};
 pub use types::{ExtentType, Kind};
 pub use writer::{DsWriteOptions, Writer, WriterOptions};
 

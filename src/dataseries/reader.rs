@@ -221,16 +221,44 @@ pub fn choose_type(file: &DsFile, wanted: Option<&str>) -> Result<Arc<ExtentType
     }
 }
 
+/// An opened DataSeries file with the extent type its rows are read from: a file holds
+/// extents of several types, and its rows, fragments and reads are those of one.
+#[derive(Clone)]
+pub struct TypedFile {
+    file: Arc<DsFile>,
+    extent_type: Arc<ExtentType>,
+}
+
+impl TypedFile {
+    /// `file` read as the extent type `type_name`, or as its one type that holds data when
+    /// `None` (see [`choose_type`]).
+    pub fn new(file: Arc<DsFile>, type_name: Option<&str>) -> Result<TypedFile> {
+        let extent_type = choose_type(&file, type_name).map_err(|e| file.err(e))?;
+        Ok(TypedFile { file, extent_type })
+    }
+
+    /// The opened file.
+    pub fn file(&self) -> &Arc<DsFile> {
+        &self.file
+    }
+
+    /// The extent type read.
+    pub fn extent_type(&self) -> &ExtentType {
+        &self.extent_type
+    }
+
+    /// The rows of the extent type, from the extent headers.
+    pub fn rows(&self) -> u64 {
+        self.file.rows_of(&self.extent_type.name)
+    }
+}
+
 /// The fragments of one extent type: runs of its extents (by byte offset) of about
 /// `target_rows` rows each, read from the extent headers alone.
-pub fn fragments(
-    file: &DsFile,
-    type_name: Option<&str>,
-    target_rows: usize,
-) -> Result<Vec<FragmentSpan>> {
-    let t = choose_type(file, type_name).map_err(|e| file.err(e))?;
-    let units = file
-        .extents_of(&t.name)
+pub fn fragments(typed: &TypedFile, target_rows: usize) -> Result<Vec<FragmentSpan>> {
+    let units = typed
+        .file
+        .extents_of(&typed.extent_type.name)
         .filter(|e| e.rows > 0)
         .map(|e| Unit {
             start: e.offset,

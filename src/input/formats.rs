@@ -140,12 +140,15 @@ impl OpenedFormat for DsInput {
     }
 
     fn rows(&self) -> Option<u64> {
-        let chosen = dataseries::choose_type(&self.file, self.options.type_name.as_deref()).ok()?;
-        Some(self.file.rows_of(&chosen.name))
+        let typed =
+            dataseries::TypedFile::new(Arc::clone(&self.file), self.options.type_name.as_deref());
+        Some(typed.ok()?.rows())
     }
 
     fn fragments(&self, target_rows: usize) -> Result<Vec<FragmentSpan>> {
-        dataseries::fragments(&self.file, self.options.type_name.as_deref(), target_rows)
+        let typed =
+            dataseries::TypedFile::new(Arc::clone(&self.file), self.options.type_name.as_deref())?;
+        dataseries::fragments(&typed, target_rows)
     }
 
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
