@@ -70,6 +70,7 @@ pub mod read_ahead;
 pub mod salvage;
 pub mod scan;
 pub mod sentinel;
+pub mod source;
 #[doc(hidden)]
 pub mod test_hooks;
 pub mod vs;

@@ -1,0 +1,134 @@
+//! Remote storage behind URLs (`s3://`, `gs://`, `az://`, `abfss://`, `http(s)://`): the core
+//! reads and writes it through a [`Storage`] that a front end registers once per process. The
+//! CLI, SQL and Python register the `arrowsmith-store` member's, built on object_store; a
+//! library caller does the same (`arrowsmith_store::register()`) or registers its own.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use super::{ByteSource, ObjectSource};
+use crate::error::{Error, ErrorClass, Result};
+
+/// The settings of remote storage: object_store's own keys (`aws_access_key_id`,
+/// `aws_endpoint_url`, `aws_allow_http`, `google_service_account`,
+/// `azure_storage_account_name`, …) with their values, over what the environment sets. Its
+/// `Debug` shows the keys and never the values: they hold credentials.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct StorageOptions {
+    values: BTreeMap<String, String>,
+}
+
+impl StorageOptions {
+    /// Sets `key` (lower-cased, as object_store spells its keys) to `value`.
+    pub fn set(&mut self, key: &str, value: &str) {
+        self.values
+            .insert(key.to_ascii_lowercase(), value.to_string());
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Every key and value, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Whether none is set.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.values.keys()).finish()
+    }
+}
+
+/// A remote object being written: bytes go up as they are written (a multipart upload), and
+/// the object appears only when [`finish`](ObjectWrite::finish) completes it. Dropping it
+/// unfinished, or [`abort`](ObjectWrite::abort), leaves no object.
+pub trait ObjectWrite: std::io::Write + Send {
+    /// Completes the upload: the object appears whole.
+    fn finish(self: Box<Self>) -> Result<()>;
+    /// Abandons the upload: nothing appears, and the parts uploaded are released.
+    fn abort(self: Box<Self>) -> Result<()>;
+}
+
+/// What is at a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteEntry {
+    /// An object of this many bytes.
+    Object {
+        /// Its size.
+        size: u64,
+    },
+    /// No object, but objects under it as a prefix (a bcolz or Filo dataset, a folder).
+    Prefix,
+    /// Nothing.
+    Missing,
+}
+
+/// Remote storage: what the core needs of an object store, with no object_store type in it.
+/// Every method takes the URL as the user gave it, and names it without credentials in its
+/// errors.
+pub trait Storage: Send + Sync {
+    /// Opens the object at `url` (one request for its size and version).
+    fn open_file(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>>;
+    /// The objects under the prefix `url` (a directory format's root).
+    fn open_dir(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ObjectSource>>;
+    /// What is at `url`.
+    fn stat(&self, url: &str, options: &StorageOptions) -> Result<RemoteEntry>;
+    /// Starts writing the object at `url`.
+    fn create_file(&self, url: &str, options: &StorageOptions) -> Result<Box<dyn ObjectWrite>>;
+    /// Deletes the object at `url`; deleting one that is not there is no error.
+    fn delete(&self, url: &str, options: &StorageOptions) -> Result<()>;
+}
+
+static STORAGE: OnceLock<Arc<dyn Storage>> = OnceLock::new();
+
+/// Registers the storage URLs are read and written through, once per process; `false` when
+/// one was registered already (it stays).
+pub fn register_storage(storage: Arc<dyn Storage>) -> bool {
+    STORAGE.set(storage).is_ok()
+}
+
+/// The registered storage, for `url`; an error saying how to get one when none is.
+pub fn registered_storage(url: &str) -> Result<Arc<dyn Storage>> {
+    STORAGE.get().cloned().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Unsupported,
+            "this is a URL, and no remote storage is registered in this process; \
+             the arrowsmith CLI, SQL and Python read URLs, and a library caller registers \
+             arrowsmith_store::register() first",
+        )
+        .with_file(url)
+    })
+}
+
+/// The scheme of `path` when it is a URL (`scheme://…`), lower-cased.
+fn scheme(path: &Path) -> Option<String> {
+    let text = path.to_str()?;
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| scheme.to_ascii_lowercase())
+}
+
+/// Whether `path` is a remote URL (any `scheme://` but `file://`), read through [`Storage`].
+pub fn is_url(path: impl AsRef<Path>) -> bool {
+    scheme(path.as_ref()).is_some_and(|s| s != "file")
+}
+
+/// The local path of a `file://` URL; `path` itself when it is not a URL.
+pub fn local_path(path: &Path) -> PathBuf {
+    match (scheme(path).as_deref(), path.to_str()) {
+        (Some("file"), Some(text)) => PathBuf::from(&text["file://".len()..]),
+        _ => path.to_path_buf(),
+    }
+}

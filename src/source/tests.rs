@@ -1,0 +1,116 @@
+use std::path::Path;
+
+use super::*;
+
+fn data(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(path)
+}
+
+#[test]
+fn a_local_range_is_a_slice_of_the_map() {
+    let path = data("jay/all_types.jay");
+    let file = LocalFile::open(&path).unwrap();
+    let whole = std::fs::read(&path).unwrap();
+    assert_eq!(file.size(), whole.len() as u64);
+    let parts = file.read_ranges(&[0..8, 16..40]).unwrap();
+    assert_eq!(parts[0].as_slice(), &whole[0..8]);
+    assert_eq!(parts[1].as_slice(), &whole[16..40]);
+    // No copy: the range points into the same bytes as the whole.
+    let all = file.read_all().unwrap();
+    assert_eq!(parts[1].as_ptr(), all.as_slice()[16..].as_ptr());
+}
+
+#[test]
+fn a_range_past_the_end_is_an_error_naming_the_file_and_offset() {
+    let file = LocalFile::from_bytes("in-memory.bin", vec![0u8; 10]);
+    let error = file.read_ranges(&[4..12]).unwrap_err();
+    assert_eq!(error.class(), ErrorClass::BufferOutOfBounds);
+    assert_eq!(error.offset(), Some(4));
+    let text = error.to_string();
+    assert!(
+        text.contains("in-memory.bin") && text.contains("10 bytes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_local_directory_tells_a_missing_object_from_an_error_and_lists_sorted_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("a/data")).unwrap();
+    std::fs::write(dir.path().join("a/data/__1.blp"), b"one").unwrap();
+    std::fs::write(dir.path().join("a/data/__0.blp"), b"zero").unwrap();
+    std::fs::write(dir.path().join("meta"), b"{}").unwrap();
+    let root = LocalDir::new(dir.path());
+    assert!(root.open("a/data/__2.blp").unwrap().is_none());
+    assert!(
+        root.open("a").unwrap().is_none(),
+        "a directory is no object"
+    );
+    assert_eq!(
+        root.get("a/data/__0.blp").unwrap().unwrap().as_slice(),
+        b"zero"
+    );
+    assert_eq!(
+        root.list("").unwrap().unwrap(),
+        ["a/data/__0.blp", "a/data/__1.blp", "meta"]
+    );
+    assert_eq!(
+        root.list("a/").unwrap().unwrap(),
+        ["a/data/__0.blp", "a/data/__1.blp"]
+    );
+}
+
+#[test]
+fn counting_counts_round_trips_ranges_and_bytes() {
+    let file = Counting::new(LocalFile::from_bytes("x", vec![7u8; 100]));
+    let counts = file.counts();
+    file.read_ranges(&[0..10, 50..60]).unwrap();
+    file.read_range(90..100).unwrap();
+    assert_eq!(
+        (counts.round_trips(), counts.ranges(), counts.bytes()),
+        (2, 3, 30)
+    );
+    assert!(!file.is_local(), "a counted source reads as a remote one");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("k"), b"abcdef").unwrap();
+    let objects = CountingObjects::new(LocalDir::new(dir.path()));
+    let counts = objects.counts();
+    let object = objects.open("k").unwrap().unwrap();
+    object.read_range(1..3).unwrap();
+    objects.get_all(&["k", "missing"]).unwrap();
+    assert_eq!(
+        (counts.round_trips(), counts.ranges(), counts.bytes()),
+        (3, 2, 8)
+    );
+}
+
+#[test]
+fn urls_are_told_from_paths() {
+    assert!(is_url("s3://bucket/key.jay"));
+    assert!(is_url("HTTPS://host/x"));
+    assert!(is_url("abfss://container@account.dfs.core.windows.net/x"));
+    assert!(!is_url("file:///tmp/x.jay"));
+    assert!(!is_url("data/jay/tiny.jay"));
+    assert!(!is_url("weird:name/x"));
+    assert!(!is_url("1a://x"));
+    assert_eq!(
+        local_path(Path::new("file:///tmp/x.jay")),
+        Path::new("/tmp/x.jay")
+    );
+    assert_eq!(local_path(Path::new("rel/x.jay")), Path::new("rel/x.jay"));
+}
+
+#[test]
+fn storage_options_never_show_their_values() {
+    let mut options = StorageOptions::default();
+    options.set("AWS_SECRET_ACCESS_KEY", "hunter2");
+    assert_eq!(options.get("aws_secret_access_key"), Some("hunter2"));
+    let shown = format!("{options:?}");
+    assert!(
+        shown.contains("aws_secret_access_key") && !shown.contains("hunter2"),
+        "{shown}"
+    );
+}
