@@ -66,6 +66,17 @@ impl DsFile {
         Self::from_parts(Some(path.to_path_buf()), bytes, options).map_err(|e| e.with_file(path))
     }
 
+    /// Opens the file `source` reads (a local file, a remote object): its header, types,
+    /// trailer and index.
+    pub fn open_source(
+        source: std::sync::Arc<dyn crate::source::ByteSource>,
+        options: OpenOptions,
+    ) -> Result<DsFile> {
+        let location = PathBuf::from(source.location());
+        let bytes = source.read_all().map_err(|e| e.with_file(&location))?;
+        Self::from_parts(Some(location.clone()), bytes, options).map_err(|e| e.with_file(&location))
+    }
+
     /// Opens a file held in memory.
     pub fn from_bytes(bytes: Vec<u8>, options: OpenOptions) -> Result<DsFile> {
         Self::from_parts(None, Buffer::from_vec(bytes), options)

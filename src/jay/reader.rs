@@ -34,6 +34,7 @@ use crate::scan::{
     split_rows, FragmentRange, FragmentSpan, Projection, ScanOptions, DEFAULT_BATCH_SIZE,
 };
 use crate::sentinel::{self, pack_bits, Sentinel};
+use crate::source::ByteSource;
 
 /// Rows × columns below which a batch is decoded on the calling thread.
 const PARALLEL_THRESHOLD: usize = 1 << 16;
@@ -103,6 +104,17 @@ impl JayFile {
         let mut file = Self::from_buffer(bytes, Some(path.to_path_buf()), salvage)?;
         file.map = map;
         Ok(file)
+    }
+
+    /// Opens the Jay file `source` reads (a local file, a remote object) and verifies its
+    /// envelope and meta.
+    pub fn open_source(source: Arc<dyn ByteSource>, salvage: bool) -> Result<JayFile> {
+        let location = PathBuf::from(source.location());
+        let mut bytes = source.read_all().map_err(|e| e.with_file(&location))?;
+        if bytes.as_ptr().align_offset(8) != 0 {
+            bytes = aligned_copy(&bytes);
+        }
+        Self::from_buffer(bytes, Some(location), salvage)
     }
 
     /// Verifies Jay bytes held in memory.

@@ -36,6 +36,17 @@ impl VsFile {
         Self::from_parts(bytes, Some(locked), Some(path.to_path_buf()), options)
     }
 
+    /// Opens the VS file `source` reads (a remote object, say) without a lock: a remote
+    /// object has none, and is never changed in place.
+    pub fn open_source(
+        source: Arc<dyn crate::source::ByteSource>,
+        options: VsReadOptions,
+    ) -> Result<VsFile> {
+        let location = PathBuf::from(source.location());
+        let bytes = source.read_all().map_err(|e| e.with_file(&location))?;
+        Self::from_parts(bytes, None, Some(location), options)
+    }
+
     /// VS bytes held in memory (no lock).
     pub fn from_bytes(bytes: Vec<u8>, options: VsReadOptions) -> Result<VsFile> {
         Self::from_parts(Buffer::from_vec(bytes), None, None, options)
