@@ -3,12 +3,12 @@
 //! [`open_fragment`] split an input and read one piece, each opening the input once per call
 //! as [`Input`](crate::Input) does; to read a file more than once, keep an `Input`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 
-use crate::atomic::{self, Existing, Replaceable};
+use crate::atomic::{self, Existing, RemoteOutput, Replaceable};
 use crate::error::SettingKind;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -16,7 +16,7 @@ use crate::fragment::Fragment;
 use crate::input::{Input, StreamInput};
 use crate::options::{check_applies, ReadOptions, WriteMode, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
-use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
+use crate::{bcolz, dataseries, ecosystem, filo, jay, source, vs};
 
 pub use crate::format::is_stdin;
 
@@ -32,7 +32,7 @@ pub fn open(
         let (input, _) = StreamInput::open_as(path, options.format)?;
         return open_stream(input, options);
     }
-    crate::input::read_once(path, options)
+    crate::input::read_once(path, options, None)
 }
 
 /// Lists the fragments of `path`: pieces of about `target_rows` rows (a hint: each fragment
@@ -57,7 +57,10 @@ pub fn fragments(
 }
 
 /// Opens one fragment: its format and format settings come from the fragment, the batch
-/// size, projection and limit from `options.scan` (the limit counts the fragment's rows).
+/// size, projection and limit from `options.scan` (the limit counts the fragment's rows), and
+/// for a remote input the settings of storage from `options.storage` (a fragment carries no
+/// credentials). A fragment of a remote object that has changed since the listing (another
+/// size or version) is an error saying to list the fragments again.
 pub fn open_fragment(
     fragment: &Fragment,
     options: &ReadOptions,
@@ -66,9 +69,10 @@ pub fn open_fragment(
         format: Some(fragment.format),
         scan: options.scan.clone(),
         format_options: fragment.options.clone(),
+        storage: options.storage.clone(),
     };
     read.scan.range = Some(fragment.range);
-    crate::input::read_once(&fragment.path, &read)
+    crate::input::read_once(&fragment.path, &read, fragment.object.as_ref())
 }
 
 /// Reads an input opened by [`StreamInput::open`] front to back: an Arrow IPC stream (what
@@ -97,12 +101,23 @@ pub fn open_stream(
 }
 
 /// Creates a writer of any supported format for batches of `schema`.
+///
+/// A URL (`s3://bucket/out.parquet`; see [`crate::source::is_url`]) is written through the
+/// registered storage with `options.storage`: the output appears only when the writer
+/// finishes (a multipart upload completed at the end; a directory format's marker objects
+/// last) and a failed write leaves nothing; appending to a URL is refused (see
+/// docs/object-storage.md). A `file://` URL is its local path.
 pub fn create(
     path: impl AsRef<Path>,
     schema: SchemaRef,
     options: &WriteOptions,
 ) -> Result<Box<dyn BatchWriter + Send>> {
     let path = path.as_ref();
+    if source::is_url(path) {
+        return create_remote(path, schema, options);
+    }
+    let local = source::local_path(path);
+    let path = local.as_path();
     // Standard output has no extension: the IPC stream is what pipes carry.
     let format = options.output_format(path)?;
     check_write(options, format)?;
@@ -187,6 +202,62 @@ pub fn create(
     }
 }
 
+/// A writer to the URL `path`: the format's own writer fills a local scratch copy, which
+/// goes up when it finishes ([`RemoteOutput`]).
+fn create_remote(
+    path: &Path,
+    schema: SchemaRef,
+    options: &WriteOptions,
+) -> Result<Box<dyn BatchWriter + Send>> {
+    let url = path.to_str().unwrap_or_default();
+    if options.mode == WriteMode::Append {
+        crate::input::refuse_url(path, "appending (the append mode)")
+            .map_err(|e| e.with_setting("mode"))?;
+    }
+    let format = options.output_format(path)?;
+    check_write(options, format)?;
+    let storage = source::registered_storage(url)?;
+    let output = RemoteOutput::start(storage, url, format, options.overwrite(), &options.storage)?;
+    let scratch = WriteOptions {
+        format: Some(format),
+        mode: WriteMode::Error,
+        // The scratch copy is not the output: flushing it to disk buys nothing.
+        durable: false,
+        bcolz: options.bcolz.clone().with_durable(false),
+        ..options.clone()
+    };
+    let writer = create(output.local_path(), schema, &scratch).map_err(|e| e.with_file(path))?;
+    Ok(Box::new(RemoteWriter {
+        writer,
+        output,
+        url: path.to_path_buf(),
+    }))
+}
+
+/// A writer of a remote output: see [`create_remote`].
+struct RemoteWriter {
+    writer: Box<dyn BatchWriter + Send>,
+    output: RemoteOutput,
+    url: PathBuf,
+}
+
+impl BatchWriter for RemoteWriter {
+    fn write(&mut self, batch: &arrow_array::RecordBatch) -> Result<()> {
+        self.writer.write(batch).map_err(|e| e.with_file(&self.url))
+    }
+
+    fn finish(self: Box<Self>) -> Result<WriteSummary> {
+        let RemoteWriter {
+            writer,
+            output,
+            url,
+        } = *self;
+        let summary = writer.finish().map_err(|e| e.with_file(&url))?;
+        output.upload()?;
+        Ok(summary)
+    }
+}
+
 /// The rule for an existing output, the same for every format: replaced only with
 /// `overwrite`, and only if it is an output of the format; a device or FIFO is written into by
 /// the formats that stream and refused by the others.
@@ -212,6 +283,12 @@ pub fn write_all(
     options: &WriteOptions,
 ) -> Result<WriteSummary> {
     let path = path.as_ref();
+    if source::is_url(path) && options.mode == WriteMode::Append {
+        crate::input::refuse_url(path, "appending (the append mode)")
+            .map_err(|e| e.with_setting("mode"))?;
+    }
+    let local = source::local_path(path);
+    let path = local.as_path();
     if options.appends_vs(path)? {
         check_write(options, Format::Vs)?;
         let summary = vs::append(path, reader, &options.vs_append_options()?)?;
