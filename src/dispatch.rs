@@ -134,23 +134,16 @@ pub fn create(
         check_output(path, format, options.overwrite())?;
     }
     match format {
-        Format::Jay => {
-            let jay_options = jay::WriterOptions::default()
-                .with_sentinel_collisions(options.sentinel_collisions)
-                .with_durable(options.durable);
-            Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
-        }
-        Format::DataSeries => {
-            let ds_options = dataseries::WriterOptions::from_settings(
-                options.compression.as_deref(),
-                &options.dataseries,
-            )
-            .map_err(|e| e.with_file(path))?
-            .with_durable(options.durable);
-            Ok(Box::new(dataseries::Writer::try_new(
-                path, schema, ds_options,
-            )?))
-        }
+        Format::Jay => Ok(Box::new(jay::Writer::try_new(
+            path,
+            schema,
+            jay_options(options),
+        )?)),
+        Format::DataSeries => Ok(Box::new(dataseries::Writer::try_new(
+            path,
+            schema,
+            ds_options(options).map_err(|e| e.with_file(path))?,
+        )?)),
         Format::Filo => {
             let mut filo_options = filo::WriterOptions::default()
                 .with_hint(options.filo_hint.unwrap_or_default())
@@ -202,8 +195,26 @@ pub fn create(
     }
 }
 
-/// A writer to the URL `path`: the format's own writer fills a local scratch copy, which
-/// goes up when it finishes ([`RemoteOutput`]).
+/// The Jay writer's settings.
+fn jay_options(options: &WriteOptions) -> jay::WriterOptions {
+    jay::WriterOptions::default()
+        .with_sentinel_collisions(options.sentinel_collisions)
+        .with_durable(options.durable)
+}
+
+/// The DataSeries writer's settings.
+fn ds_options(options: &WriteOptions) -> Result<dataseries::WriterOptions> {
+    Ok(dataseries::WriterOptions::from_settings(
+        options.compression.as_deref(),
+        &options.dataseries,
+    )?
+    .with_durable(options.durable))
+}
+
+/// A writer to the URL `path`. The formats whose writers take a sink stream into one
+/// multipart upload, completed when the writer finishes ([`streaming_writer`]); the others
+/// (VS, a bare Filo vector, the directory formats) fill a local scratch copy, which goes up
+/// when the writer finishes ([`RemoteOutput`]). See docs/object-storage.md.
 fn create_remote(
     path: &Path,
     schema: SchemaRef,
@@ -218,32 +229,127 @@ fn create_remote(
     check_write(options, format)?;
     let storage = source::registered_storage(url)?;
     let output = RemoteOutput::start(storage, url, format, options.overwrite(), &options.storage)?;
-    let scratch = WriteOptions {
+    // The local copy is scratch: flushing it to disk buys nothing.
+    let mut scratch = WriteOptions {
         format: Some(format),
         mode: WriteMode::Error,
-        // The scratch copy is not the output: flushing it to disk buys nothing.
         durable: false,
         bcolz: options.bcolz.clone().with_durable(false),
         ..options.clone()
     };
-    let writer = create(output.local_path(), schema, &scratch).map_err(|e| e.with_file(path))?;
+    if format == Format::DataSeries {
+        name_extent_type_after(path, &schema, &mut scratch);
+    }
+    let named = |e: Error| {
+        e.with_file_renamed(Path::new(atomic::SINK_NAME), path)
+            .with_file_renamed(output.local_path(), path)
+    };
+    if streams_up(format) {
+        let upload = output.open_upload()?;
+        let writer = streaming_writer(upload.clone(), format, schema, &scratch)
+            .map_err(named)?
+            .ok_or_else(|| Error::unsupported(format!("{format} does not stream")))?;
+        return Ok(Box::new(RemoteWriter {
+            writer,
+            output: Upload::Streaming(upload),
+            url: path.to_path_buf(),
+            scratch: PathBuf::from(atomic::SINK_NAME),
+        }));
+    }
+    let writer = create(output.local_path(), schema, &scratch).map_err(named)?;
     Ok(Box::new(RemoteWriter {
         writer,
-        output,
+        scratch: output.local_path().to_path_buf(),
+        output: Upload::Spooled(output),
         url: path.to_path_buf(),
     }))
+}
+
+/// A DataSeries output written to a path is named after its file when nothing else names
+/// its extent type; a sink has no name, so a URL's writer gets its object's name here, and
+/// the object equals the local file of that name.
+fn name_extent_type_after(url: &Path, schema: &SchemaRef, options: &mut WriteOptions) {
+    let ds = &mut options.dataseries;
+    let named = ["dataseries.xml", "dataseries.name"]
+        .iter()
+        .any(|key| schema.metadata().contains_key(*key));
+    if ds.type_name.is_some() || ds.xml.is_some() || named {
+        return;
+    }
+    if let Some(stem) = url.file_stem().and_then(|s| s.to_str()) {
+        ds.type_name = Some(stem.to_owned());
+    }
+}
+
+/// Whether a remote output of `format` streams into its upload ([`streaming_writer`] has a
+/// writer of it).
+fn streams_up(format: Format) -> bool {
+    matches!(
+        format,
+        Format::Jay
+            | Format::DataSeries
+            | Format::Parquet
+            | Format::Arrow
+            | Format::ArrowStream
+            | Format::Csv
+            | Format::Ndjson
+    )
+}
+
+/// The writer of `format` into `sink`, for the formats whose writers take one: Jay (which
+/// keeps its columns in spill files and writes the file at its finish), DataSeries, Parquet,
+/// Arrow IPC file and stream, CSV and NDJSON. `None` for the others.
+pub(crate) fn streaming_writer(
+    sink: impl std::io::Write + Send + 'static,
+    format: Format,
+    schema: SchemaRef,
+    options: &WriteOptions,
+) -> Result<Option<Box<dyn BatchWriter + Send>>> {
+    use ecosystem::{csv, ipc, ndjson, parquet};
+    Ok(Some(match format {
+        Format::Jay => Box::new(jay::Writer::try_new_to_sink(
+            sink,
+            schema,
+            jay_options(options),
+        )?),
+        Format::DataSeries => Box::new(dataseries::Writer::try_new_to_sink(
+            sink,
+            schema,
+            ds_options(options)?,
+        )?),
+        Format::Parquet => Box::new(parquet::Writer::try_new_to_sink(sink, schema, options)?),
+        Format::Arrow => Box::new(ipc::Writer::try_new_file_to_sink(sink, schema, options)?),
+        Format::ArrowStream => {
+            Box::new(ipc::Writer::try_new_stream_to_sink(sink, schema, options)?)
+        }
+        Format::Csv => Box::new(csv::Writer::try_new_to_sink(sink, schema, options)?),
+        Format::Ndjson => Box::new(ndjson::Writer::try_new_to_sink(sink, schema, options)?),
+        _ => return Ok(None),
+    }))
+}
+
+/// Where a remote writer's bytes go.
+enum Upload {
+    /// Straight into one multipart upload.
+    Streaming(atomic::ObjectSink),
+    /// Into a local scratch copy, sent up at the finish.
+    Spooled(RemoteOutput),
 }
 
 /// A writer of a remote output: see [`create_remote`].
 struct RemoteWriter {
     writer: Box<dyn BatchWriter + Send>,
-    output: RemoteOutput,
+    output: Upload,
     url: PathBuf,
+    /// What the writer's errors name in place of the URL: its sink or its scratch copy.
+    scratch: PathBuf,
 }
 
 impl BatchWriter for RemoteWriter {
     fn write(&mut self, batch: &arrow_array::RecordBatch) -> Result<()> {
-        self.writer.write(batch).map_err(|e| e.with_file(&self.url))
+        self.writer
+            .write(batch)
+            .map_err(|e| e.with_file_renamed(&self.scratch, &self.url))
     }
 
     fn finish(self: Box<Self>) -> Result<WriteSummary> {
@@ -251,10 +357,25 @@ impl BatchWriter for RemoteWriter {
             writer,
             output,
             url,
+            scratch,
         } = *self;
-        let summary = writer.finish().map_err(|e| e.with_file(&url))?;
-        output.upload()?;
-        Ok(summary)
+        let summary = writer
+            .finish()
+            .map_err(|e| e.with_file_renamed(&scratch, &url));
+        match output {
+            Upload::Streaming(upload) => match summary {
+                Ok(summary) => upload.finish().map(|()| summary),
+                Err(e) => {
+                    upload.abort();
+                    Err(e)
+                }
+            },
+            Upload::Spooled(output) => {
+                let summary = summary?;
+                output.upload()?;
+                Ok(summary)
+            }
+        }
     }
 }
 

@@ -1,29 +1,32 @@
 //! Output to remote storage that appears whole or not at all, the object-store form of
 //! [`AtomicFile`](super::AtomicFile) and [`AtomicDir`](super::AtomicDir).
 //!
-//! Every format is first written by its own writer into a local temporary directory (a
-//! writer that seeks back, as Jay's and Parquet's do, needs a file), then sent up when the
-//! writer finishes:
-//! - a single-file format as one multipart upload ([`Storage::create_file`]) that completes
-//!   only at its end and is aborted on any failure, so no partial object is ever visible;
-//! - a directory format (bcolz, Filo set) object by object, the objects that mark a dataset
+//! - A single-file format whose writer takes a sink (Jay, DataSeries, Parquet, Arrow IPC file
+//!   and stream, CSV, NDJSON) streams into one multipart upload ([`Storage::create_file`],
+//!   an [`ObjectSink`]) that is completed only when the writer has finished and aborted on
+//!   any failure, so no partial object is ever visible. (Jay's writer keeps its columns in
+//!   local spill files and writes the file into the sink at its finish.)
+//! - The other single-file formats (VS, a bare Filo vector) are written by their own writer
+//!   into a local scratch file, sent up the same way when the writer finishes.
+//! - A directory format (bcolz, Filo set) is written into a local scratch directory, then
+//!   sent up object by object, the objects that mark a dataset
 //!   ([`Format::dataset_markers`]) last, so that a reader never finds a dataset half written;
 //!   a failed upload deletes the objects it put.
 //!
-//! Dropping an unfinished output uploads nothing, and the temporary directory goes with it.
+//! Dropping an unfinished output uploads nothing, and the scratch directory goes with it.
 //! Flushing to disk (`durable`, `--no-sync`) means nothing here: the local copy is scratch,
 //! and the store says when an object is stored.
 
 use std::collections::BTreeSet;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tempfile::TempDir;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::format::Format;
-use crate::source::{LocalDir, ObjectSource, RemoteEntry, Storage, StorageOptions};
+use crate::source::{LocalDir, ObjectSource, ObjectWrite, RemoteEntry, Storage, StorageOptions};
 
 /// A remote output being written: the local scratch copy and where it goes.
 pub(crate) struct RemoteOutput {
@@ -63,6 +66,15 @@ impl RemoteOutput {
             replaced,
             scratch,
             local,
+        })
+    }
+
+    /// Starts the multipart upload of a single-file output that its writer streams into.
+    pub(crate) fn open_upload(&self) -> Result<ObjectSink> {
+        let upload = self.storage.create_file(&self.url, &self.options)?;
+        Ok(ObjectSink {
+            upload: Arc::new(Mutex::new(Pending(Some(upload)))),
+            url: self.url.clone(),
         })
     }
 
@@ -145,6 +157,79 @@ impl RemoteOutput {
 
     fn key_url(&self, key: &str) -> String {
         format!("{}/{key}", self.url.trim_end_matches('/'))
+    }
+}
+
+/// A multipart upload a writer streams into as a sink: shared by the writer and the
+/// [`RemoteOutput`]'s owner, who completes it once the writer has finished
+/// ([`ObjectSink::finish`]). An upload never completed is aborted when the last holder lets
+/// go of it: no object appears.
+#[derive(Clone)]
+pub(crate) struct ObjectSink {
+    upload: Arc<Mutex<Pending>>,
+    url: String,
+}
+
+/// An upload not yet completed; aborted when dropped.
+struct Pending(Option<Box<dyn ObjectWrite>>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(upload) = self.0.take() {
+            let _ = upload.abort();
+        }
+    }
+}
+
+impl ObjectSink {
+    fn take(&self) -> Option<Box<dyn ObjectWrite>> {
+        self.upload
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .0
+            .take()
+    }
+
+    /// Completes the upload: the object appears whole.
+    pub(crate) fn finish(&self) -> Result<()> {
+        match self.take() {
+            Some(upload) => upload.finish(),
+            None => {
+                Err(Error::new(ErrorClass::Io, "the upload was already closed")
+                    .with_file(&self.url))
+            }
+        }
+    }
+
+    /// Abandons the upload; its own failure is not the error to report.
+    pub(crate) fn abort(&self) {
+        if let Some(upload) = self.take() {
+            let _ = upload.abort();
+        }
+    }
+}
+
+impl io::Write for ObjectSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut pending = self
+            .upload
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match pending.0.as_mut() {
+            Some(upload) => upload.write(buf),
+            None => Err(io::Error::other("the upload was already closed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let mut pending = self
+            .upload
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match pending.0.as_mut() {
+            Some(upload) => upload.flush(),
+            None => Ok(()),
+        }
     }
 }
 
