@@ -3,12 +3,12 @@
 //! [`open_fragment`] split an input and read one piece, each opening the input once per call
 //! as [`Input`](crate::Input) does; to read a file more than once, keep an `Input`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatchReader;
 use arrow_schema::SchemaRef;
 
-use crate::atomic::{self, Existing, Replaceable};
+use crate::atomic::{self, Existing, RemoteOutput, Replaceable};
 use crate::error::SettingKind;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -16,7 +16,7 @@ use crate::fragment::Fragment;
 use crate::input::{Input, StreamInput};
 use crate::options::{check_applies, ReadOptions, WriteMode, WriteOptions};
 use crate::write::{BatchWriter, WriteSummary};
-use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
+use crate::{bcolz, dataseries, ecosystem, filo, jay, source, vs};
 
 pub use crate::format::is_stdin;
 
@@ -32,7 +32,7 @@ pub fn open(
         let (input, _) = StreamInput::open_as(path, options.format)?;
         return open_stream(input, options);
     }
-    crate::input::read_once(path, options)
+    crate::input::read_once(path, options, None)
 }
 
 /// Lists the fragments of `path`: pieces of about `target_rows` rows (a hint: each fragment
@@ -57,7 +57,10 @@ pub fn fragments(
 }
 
 /// Opens one fragment: its format and format settings come from the fragment, the batch
-/// size, projection and limit from `options.scan` (the limit counts the fragment's rows).
+/// size, projection and limit from `options.scan` (the limit counts the fragment's rows), and
+/// for a remote input the settings of storage from `options.storage` (a fragment carries no
+/// credentials). A fragment of a remote object that has changed since the listing (another
+/// size or version) is an error saying to list the fragments again.
 pub fn open_fragment(
     fragment: &Fragment,
     options: &ReadOptions,
@@ -66,9 +69,10 @@ pub fn open_fragment(
         format: Some(fragment.format),
         scan: options.scan.clone(),
         format_options: fragment.options.clone(),
+        storage: options.storage.clone(),
     };
     read.scan.range = Some(fragment.range);
-    crate::input::read_once(&fragment.path, &read)
+    crate::input::read_once(&fragment.path, &read, fragment.object.as_ref())
 }
 
 /// Reads an input opened by [`StreamInput::open`] front to back: an Arrow IPC stream (what
@@ -97,12 +101,23 @@ pub fn open_stream(
 }
 
 /// Creates a writer of any supported format for batches of `schema`.
+///
+/// A URL (`s3://bucket/out.parquet`; see [`crate::source::is_url`]) is written through the
+/// registered storage with `options.storage`: the output appears only when the writer
+/// finishes (a multipart upload completed at the end; a directory format's marker objects
+/// last) and a failed write leaves nothing; appending to a URL is refused (see
+/// docs/object-storage.md). A `file://` URL is its local path.
 pub fn create(
     path: impl AsRef<Path>,
     schema: SchemaRef,
     options: &WriteOptions,
 ) -> Result<Box<dyn BatchWriter + Send>> {
     let path = path.as_ref();
+    if source::is_url(path) {
+        return create_remote(path, schema, options);
+    }
+    let local = source::local_path(path);
+    let path = local.as_path();
     // Standard output has no extension: the IPC stream is what pipes carry.
     let format = options.output_format(path)?;
     check_write(options, format)?;
@@ -119,23 +134,16 @@ pub fn create(
         check_output(path, format, options.overwrite())?;
     }
     match format {
-        Format::Jay => {
-            let jay_options = jay::WriterOptions::default()
-                .with_sentinel_collisions(options.sentinel_collisions)
-                .with_durable(options.durable);
-            Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
-        }
-        Format::DataSeries => {
-            let ds_options = dataseries::WriterOptions::from_settings(
-                options.compression.as_deref(),
-                &options.dataseries,
-            )
-            .map_err(|e| e.with_file(path))?
-            .with_durable(options.durable);
-            Ok(Box::new(dataseries::Writer::try_new(
-                path, schema, ds_options,
-            )?))
-        }
+        Format::Jay => Ok(Box::new(jay::Writer::try_new(
+            path,
+            schema,
+            jay_options(options),
+        )?)),
+        Format::DataSeries => Ok(Box::new(dataseries::Writer::try_new(
+            path,
+            schema,
+            ds_options(options).map_err(|e| e.with_file(path))?,
+        )?)),
         Format::Filo => {
             let mut filo_options = filo::WriterOptions::default()
                 .with_hint(options.filo_hint.unwrap_or_default())
@@ -187,6 +195,190 @@ pub fn create(
     }
 }
 
+/// The Jay writer's settings.
+fn jay_options(options: &WriteOptions) -> jay::WriterOptions {
+    jay::WriterOptions::default()
+        .with_sentinel_collisions(options.sentinel_collisions)
+        .with_durable(options.durable)
+}
+
+/// The DataSeries writer's settings.
+fn ds_options(options: &WriteOptions) -> Result<dataseries::WriterOptions> {
+    Ok(dataseries::WriterOptions::from_settings(
+        options.compression.as_deref(),
+        &options.dataseries,
+    )?
+    .with_durable(options.durable))
+}
+
+/// A writer to the URL `path`. The formats whose writers take a sink stream into one
+/// multipart upload, completed when the writer finishes ([`streaming_writer`]); the others
+/// (VS, a bare Filo vector, the directory formats) fill a local scratch copy, which goes up
+/// when the writer finishes ([`RemoteOutput`]). See docs/object-storage.md.
+fn create_remote(
+    path: &Path,
+    schema: SchemaRef,
+    options: &WriteOptions,
+) -> Result<Box<dyn BatchWriter + Send>> {
+    let url = path.to_str().unwrap_or_default();
+    if options.mode == WriteMode::Append {
+        crate::input::refuse_url(path, "appending (the append mode)")
+            .map_err(|e| e.with_setting("mode"))?;
+    }
+    let format = options.output_format(path)?;
+    check_write(options, format)?;
+    let storage = source::registered_storage(url)?;
+    let output = RemoteOutput::start(storage, url, format, options.overwrite(), &options.storage)?;
+    // The local copy is scratch: flushing it to disk buys nothing.
+    let mut scratch = WriteOptions {
+        format: Some(format),
+        mode: WriteMode::Error,
+        durable: false,
+        bcolz: options.bcolz.clone().with_durable(false),
+        ..options.clone()
+    };
+    if format == Format::DataSeries {
+        name_extent_type_after(path, &schema, &mut scratch);
+    }
+    let named = |e: Error| {
+        e.with_file_renamed(Path::new(atomic::SINK_NAME), path)
+            .with_file_renamed(output.local_path(), path)
+    };
+    if streams_up(format) {
+        let upload = output.open_upload()?;
+        let writer = streaming_writer(upload.clone(), format, schema, &scratch)
+            .map_err(named)?
+            .ok_or_else(|| Error::unsupported(format!("{format} does not stream")))?;
+        return Ok(Box::new(RemoteWriter {
+            writer,
+            output: Upload::Streaming(upload),
+            url: path.to_path_buf(),
+            scratch: PathBuf::from(atomic::SINK_NAME),
+        }));
+    }
+    let writer = create(output.local_path(), schema, &scratch).map_err(named)?;
+    Ok(Box::new(RemoteWriter {
+        writer,
+        scratch: output.local_path().to_path_buf(),
+        output: Upload::Spooled(output),
+        url: path.to_path_buf(),
+    }))
+}
+
+/// A DataSeries output written to a path is named after its file when nothing else names
+/// its extent type; a sink has no name, so a URL's writer gets its object's name here, and
+/// the object equals the local file of that name.
+fn name_extent_type_after(url: &Path, schema: &SchemaRef, options: &mut WriteOptions) {
+    let ds = &mut options.dataseries;
+    let named = ["dataseries.xml", "dataseries.name"]
+        .iter()
+        .any(|key| schema.metadata().contains_key(*key));
+    if ds.type_name.is_some() || ds.xml.is_some() || named {
+        return;
+    }
+    if let Some(stem) = url.file_stem().and_then(|s| s.to_str()) {
+        ds.type_name = Some(stem.to_owned());
+    }
+}
+
+/// Whether a remote output of `format` streams into its upload ([`streaming_writer`] has a
+/// writer of it).
+fn streams_up(format: Format) -> bool {
+    matches!(
+        format,
+        Format::Jay
+            | Format::DataSeries
+            | Format::Parquet
+            | Format::Arrow
+            | Format::ArrowStream
+            | Format::Csv
+            | Format::Ndjson
+    )
+}
+
+/// The writer of `format` into `sink`, for the formats whose writers take one: Jay (which
+/// keeps its columns in spill files and writes the file at its finish), DataSeries, Parquet,
+/// Arrow IPC file and stream, CSV and NDJSON. `None` for the others.
+pub(crate) fn streaming_writer(
+    sink: impl std::io::Write + Send + 'static,
+    format: Format,
+    schema: SchemaRef,
+    options: &WriteOptions,
+) -> Result<Option<Box<dyn BatchWriter + Send>>> {
+    use ecosystem::{csv, ipc, ndjson, parquet};
+    Ok(Some(match format {
+        Format::Jay => Box::new(jay::Writer::try_new_to_sink(
+            sink,
+            schema,
+            jay_options(options),
+        )?),
+        Format::DataSeries => Box::new(dataseries::Writer::try_new_to_sink(
+            sink,
+            schema,
+            ds_options(options)?,
+        )?),
+        Format::Parquet => Box::new(parquet::Writer::try_new_to_sink(sink, schema, options)?),
+        Format::Arrow => Box::new(ipc::Writer::try_new_file_to_sink(sink, schema, options)?),
+        Format::ArrowStream => {
+            Box::new(ipc::Writer::try_new_stream_to_sink(sink, schema, options)?)
+        }
+        Format::Csv => Box::new(csv::Writer::try_new_to_sink(sink, schema, options)?),
+        Format::Ndjson => Box::new(ndjson::Writer::try_new_to_sink(sink, schema, options)?),
+        _ => return Ok(None),
+    }))
+}
+
+/// Where a remote writer's bytes go.
+enum Upload {
+    /// Straight into one multipart upload.
+    Streaming(atomic::ObjectSink),
+    /// Into a local scratch copy, sent up at the finish.
+    Spooled(RemoteOutput),
+}
+
+/// A writer of a remote output: see [`create_remote`].
+struct RemoteWriter {
+    writer: Box<dyn BatchWriter + Send>,
+    output: Upload,
+    url: PathBuf,
+    /// What the writer's errors name in place of the URL: its sink or its scratch copy.
+    scratch: PathBuf,
+}
+
+impl BatchWriter for RemoteWriter {
+    fn write(&mut self, batch: &arrow_array::RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|e| e.with_file_renamed(&self.scratch, &self.url))
+    }
+
+    fn finish(self: Box<Self>) -> Result<WriteSummary> {
+        let RemoteWriter {
+            writer,
+            output,
+            url,
+            scratch,
+        } = *self;
+        let summary = writer
+            .finish()
+            .map_err(|e| e.with_file_renamed(&scratch, &url));
+        match output {
+            Upload::Streaming(upload) => match summary {
+                Ok(summary) => upload.finish().map(|()| summary),
+                Err(e) => {
+                    upload.abort();
+                    Err(e)
+                }
+            },
+            Upload::Spooled(output) => {
+                let summary = summary?;
+                output.upload()?;
+                Ok(summary)
+            }
+        }
+    }
+}
+
 /// The rule for an existing output, the same for every format: replaced only with
 /// `overwrite`, and only if it is an output of the format; a device or FIFO is written into by
 /// the formats that stream and refused by the others.
@@ -212,6 +404,12 @@ pub fn write_all(
     options: &WriteOptions,
 ) -> Result<WriteSummary> {
     let path = path.as_ref();
+    if source::is_url(path) && options.mode == WriteMode::Append {
+        crate::input::refuse_url(path, "appending (the append mode)")
+            .map_err(|e| e.with_setting("mode"))?;
+    }
+    let local = source::local_path(path);
+    let path = local.as_path();
     if options.appends_vs(path)? {
         check_write(options, Format::Vs)?;
         let summary = vs::append(path, reader, &options.vs_append_options()?)?;

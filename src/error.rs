@@ -256,6 +256,21 @@ impl Error {
         self
     }
 
+    /// Names `to` where the error names `from` or a path under it: the output a writer's
+    /// scratch copy or sink stands for (a URL), in place of the scratch path.
+    pub(crate) fn with_file_renamed(mut self, from: &Path, to: &Path) -> Self {
+        if let Some(file) = &self.inner.file {
+            if let Ok(rest) = file.strip_prefix(from) {
+                let renamed = match rest.as_os_str().is_empty() {
+                    true => to.to_path_buf(),
+                    false => to.join(rest),
+                };
+                self.inner.file = Some(renamed);
+            }
+        }
+        self.with_file(to)
+    }
+
     /// Names the column (position and name), unless an inner call already named one.
     pub fn with_column(mut self, index: usize, name: Option<&str>) -> Self {
         if self.inner.column.is_none() {

@@ -6,7 +6,10 @@ use std::io::Read;
 use std::path::Path;
 use std::str::FromStr;
 
+use arrow_buffer::Buffer;
+
 use crate::error::{Error, ErrorClass, Result};
+use crate::source::{ByteSource, ObjectSource};
 
 /// A format arrowsmith reads or writes (or knows of), by its command-line and `format`
 /// setting name ([`Format::name`]).
@@ -142,33 +145,76 @@ impl Format {
 
     /// Recognises an existing input: magic bytes, then directory structure, then extension.
     /// An input that is not a regular file or directory is not read: `-` is an Arrow IPC
-    /// stream, another one is known by its extension (see [`crate::StreamInput`]).
+    /// stream, another one is known by its extension (see [`crate::StreamInput`]). A remote
+    /// object or prefix is recognised by the same rules ([`Format::detect_source`],
+    /// [`Format::detect_objects`]).
     pub fn detect(path: &Path) -> Result<Format> {
         if is_stdin(path) {
             return Ok(Format::ArrowStream);
         }
         let metadata = std::fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;
         let detected = if metadata.is_dir() {
-            detect_directory(path)
+            Format::detect_dataset(|key| Ok(path.join(key).is_file()))?
         } else if !metadata.is_file() {
             // A FIFO, a device, a socket: reading its first bytes here would take them from
             // whoever reads it next; `StreamInput` recognises it from the bytes it keeps.
             None
         } else {
-            let mut head = [0u8; 8];
+            let mut head = [0u8; MAGIC_LEN as usize];
             let n = read_prefix(path, &mut head).map_err(|e| Error::from(e).with_file(path))?;
             detect_magic(&head[..n])
         };
         detected
             .or_else(|| Format::from_extension(path))
-            .ok_or_else(|| {
-                Error::invalid_argument(
-                    "cannot tell the format from the content or the extension; name it with the format option",
-                )
-                .with_setting("format")
-                .with_setting_kind(crate::error::SettingKind::Read)
-                .with_file(path)
-            })
+            .ok_or_else(|| undetected(path))
+    }
+
+    /// Recognises the file `source` reads (a remote object) as [`Format::detect`] recognises
+    /// a local file: its first bytes (one read of at most 8), then its name's extension.
+    pub fn detect_source(source: &dyn ByteSource) -> Result<Format> {
+        let name = Path::new(source.location());
+        let head = match source.size().min(MAGIC_LEN) {
+            0 => Buffer::from_vec(Vec::<u8>::new()),
+            len => source.read_range(0..len).map_err(|e| e.with_file(name))?,
+        };
+        detect_magic(head.as_slice())
+            .or_else(|| Format::from_extension(name))
+            .ok_or_else(|| undetected(name))
+    }
+
+    /// Recognises the directory `objects` holds (a remote prefix) as [`Format::detect`]
+    /// recognises a local directory: by the objects that mark a dataset
+    /// ([`Format::dataset_markers`]), then its name's extension.
+    pub fn detect_objects(objects: &dyn ObjectSource) -> Result<Format> {
+        let name = Path::new(objects.location());
+        Format::detect_dataset(|key| Ok(objects.open(key)?.is_some()))
+            .map_err(|e| e.with_file(name))?
+            .or_else(|| Format::from_extension(name))
+            .ok_or_else(|| undetected(name))
+    }
+
+    /// The keys, relative to a dataset's root, whose presence makes a directory (or a prefix)
+    /// a dataset of a directory format: bcolz's `__rootdirs__` (a ctable) or `meta/sizes` (a
+    /// carray), a Filo set's `schema.json`; none for a single-file format. A writer to object
+    /// storage puts these last, so that a reader never finds a dataset half written.
+    pub fn dataset_markers(self) -> &'static [&'static str] {
+        match self {
+            Format::Bcolz => &["__rootdirs__", "meta/sizes"],
+            Format::Filo => &["schema.json"],
+            _ => &[],
+        }
+    }
+
+    /// The directory format whose marker `exists` says a directory holds, if any.
+    fn detect_dataset(mut exists: impl FnMut(&str) -> Result<bool>) -> Result<Option<Format>> {
+        for format in [Format::Bcolz, Format::Filo] {
+            for key in format.dataset_markers() {
+                if exists(key)? {
+                    return Ok(Some(format));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The format of an output path: by extension only, since the file does not exist yet.
@@ -182,6 +228,19 @@ impl Format {
             .with_file(path)
         })
     }
+}
+
+/// The bytes of a file's start that say its format (see [`detect_magic`]).
+const MAGIC_LEN: u64 = 8;
+
+/// The error for an input whose format neither its content nor its name tells.
+fn undetected(path: &Path) -> Error {
+    Error::invalid_argument(
+        "cannot tell the format from the content or the extension; name it with the format option",
+    )
+    .with_setting("format")
+    .with_setting_kind(crate::error::SettingKind::Read)
+    .with_file(path)
 }
 
 fn read_prefix(path: &Path, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -215,16 +274,6 @@ pub fn detect_magic(head: &[u8]) -> Option<Format> {
     }
     if head.len() >= 4 && head.starts_with(b"VS") && head[2..4] == [0, 0] {
         return Some(Format::Vs);
-    }
-    None
-}
-
-fn detect_directory(path: &Path) -> Option<Format> {
-    if path.join("__rootdirs__").is_file() || path.join("meta").join("sizes").is_file() {
-        return Some(Format::Bcolz);
-    }
-    if path.join("schema.json").is_file() {
-        return Some(Format::Filo);
     }
     None
 }

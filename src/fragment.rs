@@ -20,6 +20,12 @@
 //! | Arrow IPC file | a run of record batches | `batches` |
 //! | Arrow IPC stream, CSV, NDJSON, bare Filo vector | the whole input | `whole` |
 //!
+//! A fragment of a remote object (`s3://…`) names the object's size and version (its ETag)
+//! in [`Fragment::object`]; reading it from an object that has changed since is an error
+//! ("… changed since its fragments were listed; list them again"), never rows of two
+//! versions. The settings of remote storage (credentials) are never part of a fragment: the
+//! reader gives its own ([`ReadOptions::storage`](crate::ReadOptions::storage)).
+//!
 //! An Arrow IPC stream has no index: finding its batch boundaries takes a pass over the whole
 //! stream, so it is one fragment, as DataFusion also reads a stream whole.
 
@@ -53,6 +59,32 @@ pub struct Fragment {
     /// them (the DataSeries extent type above all), so the fragment is opened with them.
     #[serde(default)]
     pub options: FormatOptions,
+    /// The remote object the fragment is of, as it was when listed: reading the fragment
+    /// from an object of another size or version is an error. `None` for a local input and a
+    /// remote prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectVersion>,
+}
+
+/// Which version of a remote object a fragment was listed from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ObjectVersion {
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its version as the store names it (an ETag); `None` when the store gives none, and
+    /// then only the size is compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl ObjectVersion {
+    /// "N bytes, version V", for messages.
+    pub fn describe(&self) -> String {
+        match &self.version {
+            Some(version) => format!("{} bytes, version {version}", self.size),
+            None => format!("{} bytes", self.size),
+        }
+    }
 }
 
 impl Fragment {

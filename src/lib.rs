@@ -79,7 +79,7 @@ pub mod write;
 pub use dispatch::{check_write, create, fragments, open, open_fragment, open_stream, write_all};
 pub use error::{Error, ErrorClass, Result};
 pub use format::Format;
-pub use fragment::Fragment;
+pub use fragment::{Fragment, ObjectVersion};
 pub use input::{is_stdin, Input, StreamInput};
 pub use inspect::{inspect, InspectOptions};
 pub use options::{

@@ -19,12 +19,16 @@ use crate::format::Format;
 use crate::salvage::SalvageReport;
 use crate::scan::{Projection, ScanOptions};
 use crate::sentinel::CollisionPolicy;
+use crate::source::StorageOptions;
 use crate::{bcolz, dataseries, filo, vs};
 
 mod parse;
 mod table;
 
-pub use table::{check_applies, keys, lookup, setting, Setting, SettingKind, ValueKind, SETTINGS};
+pub use table::{
+    check_applies, is_storage_key, keys, lookup, setting, Setting, SettingKind, ValueKind,
+    SETTINGS, STORAGE_CLIENT_KEYS, STORAGE_PREFIXES,
+};
 
 /// Options of [`open`](crate::open) and [`fragments`](crate::fragments).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,6 +39,10 @@ pub struct ReadOptions {
     pub scan: ScanOptions,
     /// The settings only some formats have.
     pub format_options: FormatOptions,
+    /// The settings of remote storage, for an input that is a URL (`s3://…`): object_store's
+    /// keys, set by key like every setting (`set("aws_region", …)`). Its `Debug` shows the
+    /// keys and never the values; a fragment never carries them.
+    pub storage: StorageOptions,
 }
 
 impl ReadOptions {
@@ -146,7 +154,9 @@ pub struct WriteOptions {
     /// place (default `true`). Without, the rename still makes the output appear whole, but a
     /// crash or power loss soon after may lose it: for scratch outputs, and for comparisons
     /// with tools that never flush. bcolz also honours its own
-    /// [`WriterOptions::with_durable`](crate::bcolz::WriterOptions::with_durable).
+    /// [`WriterOptions::with_durable`](crate::bcolz::WriterOptions::with_durable). It has no
+    /// meaning for a URL output, and is ignored there: the store says when an object is
+    /// stored.
     pub durable: bool,
     /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
     pub sentinel_collisions: CollisionPolicy,
@@ -164,6 +174,9 @@ pub struct WriteOptions {
     /// DataSeries: level, extent size, extent type XML and type name (`compression` above
     /// chooses the codecs).
     pub dataseries: dataseries::DsWriteOptions,
+    /// The settings of remote storage, for an output that is a URL, as
+    /// [`ReadOptions::storage`].
+    pub storage: StorageOptions,
 }
 
 impl Default for WriteOptions {
@@ -181,6 +194,7 @@ impl Default for WriteOptions {
             vs: vs::VsWriteOptions::default(),
             bcolz: bcolz::WriterOptions::default(),
             dataseries: dataseries::DsWriteOptions::default(),
+            storage: StorageOptions::default(),
         }
     }
 }
@@ -224,9 +238,13 @@ impl ReadOptions {
     /// [`ErrorClass::InvalidArgument`]: crate::ErrorClass::InvalidArgument
     pub fn set(&mut self, key: &str, text: &str) -> Result<()> {
         use parse::{count, flag, positive};
+        let row = lookup(SettingKind::Read, key)?;
+        if row.is_storage() {
+            return set_storage(&mut self.storage, key, text);
+        }
         let scan = &mut self.scan;
         let formats = &mut self.format_options;
-        match lookup(SettingKind::Read, key)?.key {
+        match row.key {
             "format" => self.format = Some(value(key, text.parse())?),
             "columns" => {
                 let names = text.split(',').map(str::to_owned).collect();
@@ -311,6 +329,19 @@ pub fn set_either(
     Ok(())
 }
 
+/// Sets the storage key `key` (of a row [`lookup`] found) to `text`, which no error shows:
+/// it may be a credential. The store checks the key's name when it opens a URL.
+fn set_storage(storage: &mut StorageOptions, key: &str, text: &str) -> Result<()> {
+    if key.ends_with('*') {
+        return Err(Error::for_setting(
+            key,
+            "names a family of keys of remote storage; give one of them, as aws_region",
+        ));
+    }
+    storage.set(key, text);
+    Ok(())
+}
+
 /// A key [`lookup`] found but `set` does not handle: a row of [`SETTINGS`] without its setter,
 /// which the unit tests rule out.
 fn unreachable_key(key: &str) -> Result<()> {
@@ -324,7 +355,11 @@ impl WriteOptions {
     /// its text form, as [`ReadOptions::set`] does. `xml` names a file, which is read here.
     pub fn set(&mut self, key: &str, text: &str) -> Result<()> {
         use parse::{flag, positive};
-        match lookup(SettingKind::Write, key)?.key {
+        let row = lookup(SettingKind::Write, key)?;
+        if row.is_storage() {
+            return set_storage(&mut self.storage, key, text);
+        }
+        match row.key {
             "format" => self.format = Some(value(key, text.parse())?),
             "mode" => self.mode = value(key, text.parse())?,
             "overwrite" => {

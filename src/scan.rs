@@ -305,13 +305,17 @@ pub fn group_units(
 /// The one fragment of an input read whole (an Arrow IPC stream, CSV, NDJSON, a bare Filo
 /// vector), with its rows when they are known.
 pub(crate) fn whole(path: &std::path::Path, rows: Option<u64>) -> Result<FragmentSpan> {
-    let bytes = std::fs::metadata(path)?.len();
-    Ok(FragmentSpan {
+    Ok(whole_of(std::fs::metadata(path)?.len(), rows))
+}
+
+/// The one fragment of an input of `bytes` bytes read whole (a remote bare Filo vector).
+pub(crate) fn whole_of(bytes: u64, rows: Option<u64>) -> FragmentSpan {
+    FragmentSpan {
         range: FragmentRange::Whole,
         rows: rows.unwrap_or(0),
         rows_exact: rows.is_some(),
         bytes,
-    })
+    }
 }
 
 /// Splits rows `0..total` into row ranges of about `target_rows`, aligned to multiples of

@@ -129,6 +129,7 @@ impl ArrowsmithOptions {
                 ..Default::default()
             },
             format_options: self.read.clone(),
+            ..Default::default()
         }
     }
 

@@ -191,6 +191,7 @@ impl ReadSpec {
                 format: Some(fragment.format),
                 scan: ScanOptions::default(),
                 format_options: fragment.options.clone(),
+                ..Default::default()
             },
             fragment: Some(fragment.clone()),
         }

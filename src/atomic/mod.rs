@@ -15,6 +15,7 @@
 //! ([`remove_stale_temps`]).
 
 mod dir;
+mod remote;
 mod stream;
 mod sync;
 mod target;
@@ -29,6 +30,7 @@ use tempfile::NamedTempFile;
 use crate::error::{Error, ErrorClass, Result};
 
 pub use dir::AtomicDir;
+pub(crate) use remote::{ObjectSink, RemoteOutput};
 pub(crate) use stream::Destination;
 pub use stream::{StreamOutput, SINK_NAME};
 pub(crate) use sync::{sync_dir, sync_path};

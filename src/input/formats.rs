@@ -1,6 +1,8 @@
 //! The opened shape of each format behind [`Input`](super::Input): its handle, opened once,
 //! and the settings it was opened with. A reader is built from the handle with the format's
-//! `ReaderBuilder::build_from_file`; fragments are listed from it.
+//! `ReaderBuilder::build_from_file`; fragments are listed from it. A single-file format opens
+//! from a local path with its path entry point (a memory map, a VS lock) and from a remote
+//! object with its `open_source`.
 
 use std::any::Any;
 use std::path::{Path, PathBuf};
@@ -8,50 +10,94 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::RecordBatchReader;
 
+use super::remote::{self, Origin};
 use super::OpenedFormat;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::options::FormatOptions;
-use crate::scan::whole;
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
+use crate::scan::{whole, whole_of};
+use crate::source::ByteSource;
 use crate::{bcolz, dataseries, ecosystem, filo, jay, vs};
 
 type BoxedReader = Box<dyn RecordBatchReader + Send>;
 
-/// Opens `path` as `format` with `options`; `salvage` opens the formats whose open checks
-/// parts a salvaging read may skip (Jay's columns, DataSeries' index) leniently.
+/// Opens what `origin` names as `format` with `options`; `salvage` opens the formats whose
+/// open checks parts a salvaging read may skip (Jay's columns, DataSeries' index) leniently.
 pub(super) fn open(
-    path: &Path,
+    origin: &Origin,
     format: Format,
     options: &FormatOptions,
     salvage: bool,
 ) -> Result<Box<dyn OpenedFormat>> {
-    Ok(match format {
-        Format::Jay => Box::new(JayInput::open(path, options, salvage)?),
-        Format::DataSeries => Box::new(DsInput::open(path, options, salvage)?),
-        Format::Vs => Box::new(VsInput {
-            file: Arc::new(vs::VsFile::open(path, options.vs)?),
+    if origin.is_remote() && format.is_directory() != matches!(origin, Origin::Prefix(_)) {
+        return Err(origin.wrong_shape(format));
+    }
+    Ok(match (format, origin) {
+        (Format::Jay, _) => Box::new(JayInput::open(origin, options, salvage)?),
+        (Format::DataSeries, _) => Box::new(DsInput::open(origin, options, salvage)?),
+        (Format::Vs, _) => Box::new(VsInput {
+            file: Arc::new(open_vs(origin, options.vs)?),
             options: options.vs,
             rows: OnceLock::new(),
         }),
-        Format::Bcolz => Box::new(BcolzInput {
+        (Format::Bcolz, Origin::Local(path)) => Box::new(BcolzInput {
             info: Arc::new(bcolz::open_info_with(
                 path,
                 options.bcolz.carray_name.as_deref(),
             )?),
             options: options.bcolz.clone(),
         }),
-        Format::Filo => Box::new(FiloSetInput {
+        (Format::Bcolz, Origin::Prefix(objects)) => return Err(remote::bcolz_not_yet(objects)),
+        (Format::Filo, Origin::Local(path)) => Box::new(FiloSetInput {
             info: Arc::new(filo::SetInfo::open(path)?),
             dictionary_strings: options.filo_dictionary,
         }),
-        Format::FiloVector => Box::new(FiloVectorInput::open(path, options)?),
-        other => Box::new(EcosystemInput::open(path, other)?),
+        (Format::Filo, Origin::Prefix(objects)) => return Err(remote::filo_not_yet(objects)),
+        (Format::FiloVector, _) => Box::new(FiloVectorInput::open(origin, options)?),
+        (other, Origin::Local(path)) => Box::new(EcosystemInput::open(path, other)?),
+        (other, _) => return Err(remote_ecosystem(other)),
     })
 }
 
+/// The file a single-file format reads at `origin`: a local path, or a remote object.
+enum FileAt<'a> {
+    Path(&'a Path),
+    Source(&'a Arc<dyn ByteSource>),
+}
+
+impl<'a> FileAt<'a> {
+    fn of(origin: &'a Origin) -> Result<FileAt<'a>> {
+        match origin {
+            Origin::Local(path) => Ok(FileAt::Path(path)),
+            Origin::Object(source) => Ok(FileAt::Source(source)),
+            Origin::Prefix(_) => Err(Error::invalid_argument(
+                "the URL names a prefix, not one object",
+            )),
+        }
+    }
+}
+
+/// A VS file, opened under its shared lock when local; a remote object takes no lock.
+fn open_vs(origin: &Origin, options: vs::VsReadOptions) -> Result<vs::VsFile> {
+    match FileAt::of(origin)? {
+        FileAt::Path(path) => vs::VsFile::open(path, options),
+        FileAt::Source(source) => vs::VsFile::open_source(Arc::clone(source), options),
+    }
+}
+
+/// The Arrow ecosystem's formats are read from local files: the core reads them through the
+/// arrow-rs readers, which take a file.
+fn remote_ecosystem(format: Format) -> Error {
+    Error::unsupported(format!(
+        "{format} input is not read from remote storage by arrowsmith, only jay, dataseries, \
+         vs and filo-vector files; download it first, or read it with DataFusion or pyarrow, \
+         which read {format} from object storage themselves"
+    ))
+}
+
 struct JayInput {
-    path: PathBuf,
+    origin: Origin,
     file: Arc<jay::JayFile>,
     /// Whether `file` was opened for salvage (its damaged columns left out).
     salvaging: bool,
@@ -59,20 +105,23 @@ struct JayInput {
 }
 
 impl JayInput {
-    fn open(path: &Path, options: &FormatOptions, salvage: bool) -> Result<JayInput> {
-        let file = if salvage {
-            jay::JayFile::open_salvaging(path)?
-        } else {
-            jay::JayFile::open(path)?
-        };
+    fn open(origin: &Origin, options: &FormatOptions, salvage: bool) -> Result<JayInput> {
         Ok(JayInput {
-            path: path.to_path_buf(),
-            file: Arc::new(file),
+            origin: origin.clone(),
+            file: Arc::new(Self::open_file(origin, salvage)?),
             salvaging: salvage,
             max_dataless_rows: options
                 .max_dataless_rows
                 .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS),
         })
+    }
+
+    fn open_file(origin: &Origin, salvage: bool) -> Result<jay::JayFile> {
+        match FileAt::of(origin)? {
+            FileAt::Path(path) if salvage => jay::JayFile::open_salvaging(path),
+            FileAt::Path(path) => jay::JayFile::open(path),
+            FileAt::Source(source) => jay::JayFile::open_source(Arc::clone(source), salvage),
+        }
     }
 }
 
@@ -93,20 +142,22 @@ impl OpenedFormat for JayInput {
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
         // A salvaging read needs the file opened for salvage, and a plain read one opened
         // whole: the other kind is opened afresh.
-        let reopen = scan.salvage != self.salvaging;
+        let scan_salvage = scan.salvage;
+        let reopen = scan_salvage != self.salvaging;
         let builder = jay::ReaderBuilder::new()
             .with_scan(scan)
             .with_max_dataless_rows(self.max_dataless_rows);
-        Ok(Box::new(if reopen {
-            builder.build(&self.path)?
-        } else {
-            builder.build_from_file(Arc::clone(&self.file))?
-        }))
+        let file = match reopen {
+            true => Arc::new(Self::open_file(&self.origin, scan_salvage)?),
+            false => Arc::clone(&self.file),
+        };
+        Ok(Box::new(builder.build_from_file(file)?))
     }
 }
 
 struct DsInput {
-    path: PathBuf,
+    origin: Origin,
+    open: dataseries::OpenOptions,
     file: Arc<dataseries::DsFile>,
     options: dataseries::DsReadOptions,
     /// Whether `file` was opened leniently (a damaged index scanned past), as salvage does.
@@ -114,7 +165,7 @@ struct DsInput {
 }
 
 impl DsInput {
-    fn open(path: &Path, options: &FormatOptions, salvage: bool) -> Result<DsInput> {
+    fn open(origin: &Origin, options: &FormatOptions, salvage: bool) -> Result<DsInput> {
         let ds = &options.dataseries;
         let checks = if ds.no_checks {
             dataseries::Checks::NONE
@@ -126,11 +177,19 @@ impl DsInput {
             lenient: salvage,
         };
         Ok(DsInput {
-            path: path.to_path_buf(),
-            file: Arc::new(dataseries::DsFile::open(path, open)?),
+            origin: origin.clone(),
+            open,
+            file: Arc::new(Self::open_file(origin, open)?),
             options: ds.clone(),
             salvaging: salvage,
         })
+    }
+
+    fn open_file(origin: &Origin, open: dataseries::OpenOptions) -> Result<dataseries::DsFile> {
+        match FileAt::of(origin)? {
+            FileAt::Path(path) => dataseries::DsFile::open(path, open),
+            FileAt::Source(source) => dataseries::DsFile::open_source(Arc::clone(source), open),
+        }
     }
 }
 
@@ -152,15 +211,20 @@ impl OpenedFormat for DsInput {
     }
 
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
-        let reopen = scan.salvage != self.salvaging;
+        let file = match scan.salvage != self.salvaging {
+            true => {
+                let open = dataseries::OpenOptions {
+                    lenient: scan.salvage,
+                    ..self.open
+                };
+                Arc::new(Self::open_file(&self.origin, open)?)
+            }
+            false => Arc::clone(&self.file),
+        };
         let builder = dataseries::ReaderBuilder::new()
             .with_scan(scan)
             .with_options(&self.options);
-        Ok(Box::new(if reopen {
-            builder.build(&self.path)?
-        } else {
-            builder.build_from_file(Arc::clone(&self.file))?
-        }))
+        Ok(Box::new(builder.build_from_file(file)?))
     }
 }
 
@@ -252,14 +316,14 @@ impl OpenedFormat for FiloSetInput {
 }
 
 /// A bare Filo vector: its bytes do not say its element type, so the caller's setting does;
-/// it is decoded whole by each read.
+/// it is decoded whole by each read (a remote one from its bytes, read whole).
 struct FiloVectorInput {
-    path: PathBuf,
+    origin: Origin,
     filo_type: filo::FiloType,
 }
 
 impl FiloVectorInput {
-    fn open(path: &Path, options: &FormatOptions) -> Result<FiloVectorInput> {
+    fn open(origin: &Origin, options: &FormatOptions) -> Result<FiloVectorInput> {
         let filo_type = options.filo_type.ok_or_else(|| {
             Error::invalid_argument(
                 "a bare Filo vector does not say its element type; give it (the filo_type option)",
@@ -267,10 +331,12 @@ impl FiloVectorInput {
             .with_setting("filo_type")
             .with_setting_kind(crate::error::SettingKind::Read)
         })?;
-        // What the read will say of a missing file, said now.
-        std::fs::metadata(path)?;
+        if let FileAt::Path(path) = FileAt::of(origin)? {
+            // What the read will say of a missing file, said now.
+            std::fs::metadata(path)?;
+        }
         Ok(FiloVectorInput {
-            path: path.to_path_buf(),
+            origin: origin.clone(),
             filo_type,
         })
     }
@@ -286,16 +352,20 @@ impl OpenedFormat for FiloVectorInput {
     }
 
     fn fragments(&self, _target_rows: usize) -> Result<Vec<FragmentSpan>> {
-        Ok(vec![whole(&self.path, None)?])
+        Ok(vec![match FileAt::of(&self.origin)? {
+            FileAt::Path(path) => whole(path, None)?,
+            FileAt::Source(source) => whole_of(source.size(), None),
+        }])
     }
 
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
-        Ok(Box::new(
-            filo::VectorReaderBuilder::new()
-                .with_filo_type(self.filo_type)
-                .with_scan(scan)
-                .build(&self.path)?,
-        ))
+        let builder = filo::VectorReaderBuilder::new()
+            .with_filo_type(self.filo_type)
+            .with_scan(scan);
+        Ok(Box::new(match FileAt::of(&self.origin)? {
+            FileAt::Path(path) => builder.build(path)?,
+            FileAt::Source(source) => builder.build_from_bytes(source.read_all()?)?,
+        }))
     }
 }
 

@@ -11,8 +11,16 @@
 //! fragments are listed from the handle and its readers built from it. The schema is that of
 //! a reader of no rows built at the open. The handle's bytes are where a format's reads come
 //! from, so a remote byte range plugs in there.
+//!
+//! A path that is a URL (`s3://bucket/x.jay`; see [`crate::source::is_url`]) opens through
+//! the registered [`Storage`](crate::source::Storage) with the settings of
+//! [`ReadOptions::storage`]: an object as a Jay, DataSeries or VS file or a bare Filo vector,
+//! read by byte ranges; a `file://` URL is its local path. A remote input takes no lock.
 
 mod formats;
+pub(crate) mod remote;
+#[cfg(test)]
+mod remote_tests;
 mod stream;
 
 use std::any::Any;
@@ -30,7 +38,11 @@ use crate::options::{FormatOptions, ReadOptions};
 use crate::scan::{FragmentSpan, ScanOptions};
 
 pub use crate::format::is_stdin;
+pub use remote::refuse_url;
 pub use stream::{is_stream, refuse_stream, StreamInput};
+
+use crate::fragment::ObjectVersion;
+use remote::Origin;
 
 /// What every format's opened handle provides to [`Input`]; implemented once per format.
 pub(crate) trait OpenedFormat: Send + Sync {
@@ -60,6 +72,18 @@ struct Inner {
     options: FormatOptions,
     schema: SchemaRef,
     opened: Box<dyn OpenedFormat>,
+    /// Whether the bytes are remote (a URL read through the registered storage).
+    remote: bool,
+    /// The remote object's size and version, which its fragments carry.
+    object: Option<ObjectVersion>,
+}
+
+/// An input recognised and opened, before its schema is found.
+struct Opened {
+    format: Format,
+    opened: Box<dyn OpenedFormat>,
+    remote: bool,
+    object: Option<ObjectVersion>,
 }
 
 impl fmt::Debug for Input {
@@ -76,10 +100,17 @@ impl Input {
     /// from its content and name; `options.format_options` are the format's settings, and
     /// `options.scan.salvage` opens it for salvage (a damaged Jay column or DataSeries index
     /// does not fail the open). The other scan settings are each read's own. A stream (`-`, a
-    /// FIFO) is refused: it can be read only once (see [`StreamInput`]).
+    /// FIFO) is refused: it can be read only once (see [`StreamInput`]). A URL is opened
+    /// through the registered storage with `options.storage` (see the [module](self)
+    /// documentation).
     pub fn open(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Input> {
         let path = path.as_ref();
-        let (format, opened) = open_format(path, options)?;
+        let Opened {
+            format,
+            opened,
+            remote,
+            object,
+        } = open_format(path, options, None)?;
         // What every read of all columns gives; for most formats, built from the handle alone.
         let probe = ScanOptions {
             limit: Some(0),
@@ -97,6 +128,8 @@ impl Input {
                 options: options.format_options.clone(),
                 schema,
                 opened,
+                remote,
+                object,
             }),
         })
     }
@@ -115,7 +148,18 @@ impl Input {
     /// which VS writers (appends, deletes, in this process too) wait for. A front end that
     /// keeps inputs beyond one read (a cache, a long-lived dataset) does not keep these.
     pub fn holds_lock(&self) -> bool {
-        self.format() == Format::Vs
+        self.format() == Format::Vs && !self.inner.remote
+    }
+
+    /// Whether it was opened from remote storage (a URL).
+    pub fn is_remote(&self) -> bool {
+        self.inner.remote
+    }
+
+    /// The size and version of the remote object it reads, which its fragments carry;
+    /// `None` for a local input and a remote prefix.
+    pub fn object_version(&self) -> Option<&ObjectVersion> {
+        self.inner.object.as_ref()
     }
 
     /// The format settings it was opened with (those its fragments carry).
@@ -167,6 +211,7 @@ impl Input {
                 rows_exact: span.rows_exact,
                 bytes: span.bytes,
                 options: self.inner.options.clone(),
+                object: self.inner.object.clone(),
             })
             .collect())
     }
@@ -184,7 +229,8 @@ impl Input {
     }
 
     /// A reader of one of this input's fragments (the limit counts the fragment's rows). A
-    /// fragment of another input, or listed under other format settings, is refused.
+    /// fragment of another input, or listed under other format settings, is refused; so is a
+    /// fragment listed from another version of this input's remote object.
     pub fn fragment_reader(
         &self,
         fragment: &Fragment,
@@ -203,6 +249,13 @@ impl Input {
             ))
             .with_file(self.path()));
         }
+        if let Some(listed) = &fragment.object {
+            if fragment.object != self.inner.object {
+                return Err(
+                    remote::changed(listed, self.inner.object.as_ref()).with_file(self.path())
+                );
+            }
+        }
         let mut scan = scan.clone();
         scan.range = Some(fragment.range);
         self.reader(&scan)
@@ -210,31 +263,45 @@ impl Input {
 }
 
 /// Recognises and opens `path` as [`Input::open`] does, without the reader of no rows that
-/// finds its schema.
-fn open_format(path: &Path, options: &ReadOptions) -> Result<(Format, Box<dyn OpenedFormat>)> {
+/// finds its schema. With `listed`, the remote object must still be the one a fragment was
+/// listed from.
+fn open_format(
+    path: &Path,
+    options: &ReadOptions,
+    listed: Option<&ObjectVersion>,
+) -> Result<Opened> {
     refuse_stream(path, "opening an input for reuse")?;
+    let origin = Origin::resolve(path, &options.storage)?;
+    remote::check_unchanged(&origin, listed, path)?;
     let format = match options.format {
         Some(format) => format,
-        None => Format::detect(path)?,
+        None => origin.detect()?,
     };
     let salvage = options.scan.salvage;
     if salvage {
         check_salvage(format, &options.scan).map_err(|e| e.with_file(path))?;
     }
-    let opened = formats::open(path, format, &options.format_options, salvage)
+    let opened = formats::open(&origin, format, &options.format_options, salvage)
         .map_err(|e| e.with_file(path))?;
-    Ok((format, opened))
+    Ok(Opened {
+        format,
+        opened,
+        remote: origin.is_remote(),
+        object: origin.object_version(),
+    })
 }
 
 /// One reader of `path` with `options.scan`, for a caller that reads the input once
 /// ([`open`](crate::open), [`open_fragment`](crate::open_fragment)): the input is opened as
-/// [`Input::open`] opens it, without finding the schema first, and not kept.
+/// [`Input::open`] opens it, without finding the schema first, and not kept. With `listed`
+/// (a fragment's object), a remote object that is no longer that version is an error.
 pub(crate) fn read_once(
     path: &Path,
     options: &ReadOptions,
+    listed: Option<&ObjectVersion>,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let (_, opened) = open_format(path, options)?;
-    opened
+    open_format(path, options, listed)?
+        .opened
         .reader(options.scan.clone())
         .map_err(|e| e.with_file(path))
 }

@@ -8,16 +8,18 @@ use serde_json::{json, Value};
 
 use crate::dataseries::codec::mode_name;
 use crate::dataseries::extent::{decode_raw, Checks};
-use crate::dataseries::{DsFile, ExtentType, OpenOptions};
+use crate::dataseries::{DsFile, ExtentType};
 
 use super::{Structure, TextTable};
 
+/// The structure of an opened DataSeries file (a local one's or a remote object's) at
+/// `path`, as errors name it.
 pub(super) fn structure(
+    file: &DsFile,
     path: &Path,
     verify: bool,
     wanted: Option<&str>,
 ) -> crate::Result<Structure> {
-    let file = DsFile::open(path, OpenOptions::default())?;
     if verify {
         // Every extent of every type, including the built-in ones.
         let xt = ExtentType::xmltype();
@@ -34,7 +36,7 @@ pub(super) fn structure(
     }
     let rows = match wanted {
         Some(name) => file.find_type(name).map(|t| file.rows_of(&t.name)),
-        None => crate::dataseries::choose_type(&file, None)
+        None => crate::dataseries::choose_type(file, None)
             .ok()
             .map(|t| file.rows_of(&t.name)),
     };

@@ -1,22 +1,20 @@
 //! The structure of a Jay file: the frame, and every column's type, layout, counts, stats and
 //! buffers (recursively for array children).
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::jay::{BufferRange, ColumnInfo, FrameInfo, JayFile, Layout, Stats};
 
 use super::{count, Structure, TextTable};
 
-pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
-    let file = JayFile::open(path)?;
+/// The structure of an opened Jay file (a local one's or a remote object's).
+pub(super) fn structure(file: &JayFile) -> Structure {
     let info = file.info();
-    Ok(Structure {
+    Structure {
         rows: Some(info.nrows),
         json: frame_json(info),
         text: frame_text(info),
-    })
+    }
 }
 
 fn trailer(info: &FrameInfo) -> &'static str {

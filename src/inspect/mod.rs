@@ -42,12 +42,18 @@ use arrow_array::RecordBatchReader;
 use arrow_schema::{Field, SchemaRef};
 use serde_json::{json, Map, Value};
 
+use std::sync::Arc;
+
+use crate::dataseries::DsFile;
 use crate::error::{Error, ErrorClass, Result};
 use crate::format::Format;
+use crate::input::remote::Origin;
 use crate::input::Input;
+use crate::jay::JayFile;
 use crate::options::ReadOptions;
 use crate::salvage::{SalvageReport, Skipped};
 use crate::scan::ScanOptions;
+use crate::vs::VsFile;
 
 pub use table::TextTable;
 
@@ -140,20 +146,22 @@ pub fn inspect_with_progress(
 ) -> Result<Report> {
     let path = path.as_ref();
     crate::input::refuse_stream(path, "inspect")?;
+    let origin = Origin::resolve(path, &options.read.storage)?;
     let format = match options.read.format {
         Some(format) => format,
-        None => Format::detect(path)?,
+        None => origin.detect()?,
     };
     let mut read = ReadOptions {
         format: Some(format),
         scan: ScanOptions::default(),
         format_options: options.read.format_options.clone(),
+        storage: options.read.storage.clone(),
     };
     let mut notes = Vec::new();
     // With verification, damage that hides the structure (a Jay column's buffers, a DataSeries
     // index) is listed below instead of stopping the report.
     let lists_damage = options.verify && format.salvages();
-    let structure = match structure(path, format, &read, options.verify) {
+    let structure = match structure(path, &origin, format, &read, options.verify) {
         Ok(s) => Some(s),
         Err(e) if lists_damage => {
             notes.push(format!("the structure could not be read: {e}"));
@@ -162,7 +170,7 @@ pub fn inspect_with_progress(
         Err(e) => return Err(e),
     };
     if format == Format::DataSeries {
-        choose_first_of_several_types(path, &mut read, &mut notes);
+        choose_first_of_several_types(&origin, &mut read, &mut notes);
     }
     let (input, schema) = open_for_report(path, &read, lists_damage, &mut notes)?;
 
@@ -234,11 +242,11 @@ pub fn inspect_with_progress(
 
 /// A DataSeries file of several extent types, none chosen: the structure describes them all;
 /// the schema and the rows are the first one's, as a note says.
-fn choose_first_of_several_types(path: &Path, read: &mut ReadOptions, notes: &mut Vec<String>) {
+fn choose_first_of_several_types(origin: &Origin, read: &mut ReadOptions, notes: &mut Vec<String>) {
     if read.format_options.dataseries.type_name.is_some() {
         return;
     }
-    let Ok(file) = crate::dataseries::DsFile::open(path, Default::default()) else {
+    let Ok(file) = open_dataseries(origin) else {
         return;
     };
     if crate::dataseries::choose_type(&file, None).is_ok() {
@@ -282,24 +290,75 @@ fn as_written(text: &str) -> String {
     text.to_string()
 }
 
-/// The format's own structure; a format to come adds its arm here.
-fn structure(path: &Path, format: Format, read: &ReadOptions, verify: bool) -> Result<Structure> {
+/// The format's own structure; a format to come adds its arm here. A remote input is
+/// described by the formats read remotely (Jay, DataSeries, VS); another one fails as its
+/// opening does.
+fn structure(
+    path: &Path,
+    origin: &Origin,
+    format: Format,
+    read: &ReadOptions,
+    verify: bool,
+) -> Result<Structure> {
+    let wanted = read.format_options.dataseries.type_name.as_deref();
+    let local = match origin {
+        Origin::Local(local) => local.as_path(),
+        Origin::Object(source) => {
+            return match format {
+                Format::Jay => Ok(jay::structure(&JayFile::open_source(
+                    Arc::clone(source),
+                    false,
+                )?)),
+                Format::DataSeries => {
+                    dataseries::structure(&open_dataseries(origin)?, path, verify, wanted)
+                }
+                Format::Vs => {
+                    vs::structure(&VsFile::open_source(Arc::clone(source), vs::options())?)
+                }
+                _ => Err(undescribed(path, read)),
+            }
+        }
+        Origin::Prefix(_) => return Err(undescribed(path, read)),
+    };
     match format {
-        Format::Jay => jay::structure(path),
-        Format::DataSeries => dataseries::structure(
-            path,
-            verify,
-            read.format_options.dataseries.type_name.as_deref(),
-        ),
-        Format::Filo => filo::set_structure(path),
-        Format::FiloVector => filo::vector_structure(path),
-        Format::Bcolz => bcolz::structure(path),
-        Format::Parquet => parquet::structure(path),
-        Format::Arrow => ipc::file_structure(path),
-        Format::ArrowStream => ipc::stream_structure(path),
-        Format::Csv => text::csv_structure(path),
-        Format::Ndjson => text::ndjson_structure(path),
-        Format::Vs => vs::structure(path),
+        Format::Jay => Ok(jay::structure(&JayFile::open(local)?)),
+        Format::DataSeries => {
+            dataseries::structure(&open_dataseries(origin)?, local, verify, wanted)
+        }
+        Format::Filo => filo::set_structure(local),
+        Format::FiloVector => filo::vector_structure(local),
+        Format::Bcolz => bcolz::structure(local),
+        Format::Parquet => parquet::structure(local),
+        Format::Arrow => ipc::file_structure(local),
+        Format::ArrowStream => ipc::stream_structure(local),
+        Format::Csv => text::csv_structure(local),
+        Format::Ndjson => text::ndjson_structure(local),
+        Format::Vs => vs::structure(&VsFile::open(local, vs::options())?),
+    }
+}
+
+/// A DataSeries file as the report describes it, wherever it is.
+fn open_dataseries(origin: &Origin) -> Result<DsFile> {
+    let options = crate::dataseries::OpenOptions::default();
+    match origin {
+        Origin::Local(path) => DsFile::open(path, options),
+        Origin::Object(source) => DsFile::open_source(Arc::clone(source), options),
+        Origin::Prefix(_) => Err(Error::invalid_argument(
+            "the URL names a prefix, not one object",
+        )),
+    }
+}
+
+/// The error for a remote input whose structure is not described: its opening's, which says
+/// why it is not read remotely.
+fn undescribed(path: &Path, read: &ReadOptions) -> Error {
+    match Input::open(path, read) {
+        Err(e) => e,
+        Ok(input) => Error::unsupported(format!(
+            "the structure of a remote {} input is not described",
+            input.format()
+        ))
+        .with_file(path),
     }
 }
 

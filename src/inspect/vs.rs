@@ -1,8 +1,6 @@
 //! The structure of a VS file: the meta block, the point count, the blocks (live points, blanks
 //! and deleted points, unknown blocks) with their offsets, and the compression used.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::vs::codec::printable;
@@ -13,14 +11,16 @@ use super::{count, Structure, TextTable, TEXT_ROWS};
 /// Blocks listed in the JSON report.
 const JSON_BLOCKS: usize = 1000;
 
-fn open(path: &Path) -> crate::Result<VsFile> {
+/// How a VS file is opened to describe it: one that ends without its terminal is described
+/// too.
+pub(super) fn options() -> VsReadOptions {
     let mut options = VsReadOptions::default();
     options.parse.eof = EofMode::Lenient;
-    VsFile::open(path, options)
+    options
 }
 
-pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
-    let file = open(path)?;
+/// The structure of a VS file opened with [`options`] (a local one's or a remote object's).
+pub(super) fn structure(file: &VsFile) -> crate::Result<Structure> {
     let d = file.describe(JSON_BLOCKS)?;
     Ok(Structure {
         rows: Some(d.live_points),

@@ -40,6 +40,12 @@ pub struct Setting {
 }
 
 impl Setting {
+    /// Whether the setting is one of remote storage's (see [`is_storage_key`]): a key of
+    /// object_store's, handed to the registered [`Storage`](crate::source::Storage).
+    pub fn is_storage(&self) -> bool {
+        is_storage_key(self.key)
+    }
+
     /// Whether the setting means something for `format`.
     pub fn applies_to(&self, format: Format) -> bool {
         self.formats.is_empty() || self.formats.contains(&format)
@@ -83,6 +89,41 @@ const COMPRESSED: &[Format] = &[
     Format::Vs,
     Format::Bcolz,
 ];
+/// The prefixes of object_store's keys of each store: a row `aws_*` of [`SETTINGS`] stands
+/// for every key that starts with `aws_`, which the store checks when it opens a URL.
+pub const STORAGE_PREFIXES: &[&str] = &["aws_", "google_", "azure_"];
+
+/// object_store's HTTP client keys, which every store takes (an `http(s)://` URL takes only
+/// these), also with a store's prefix (`aws_timeout`).
+pub const STORAGE_CLIENT_KEYS: &[&str] = &[
+    "allow_http",
+    "allow_invalid_certificates",
+    "connect_timeout",
+    "default_content_type",
+    "http1_only",
+    "http2_only",
+    "http2_keep_alive_interval",
+    "http2_keep_alive_timeout",
+    "http2_keep_alive_while_idle",
+    "http2_max_frame_size",
+    "pool_idle_timeout",
+    "pool_max_idle_per_host",
+    "proxy_url",
+    "proxy_ca_certificate",
+    "proxy_excludes",
+    "randomize_addresses",
+    "timeout",
+    "user_agent",
+];
+
+/// Whether `key` is a setting of remote storage: it starts with a store's prefix
+/// ([`STORAGE_PREFIXES`]) or is a client key ([`STORAGE_CLIENT_KEYS`]). Its value is a
+/// credential or a connection setting, kept in [`StorageOptions`](crate::source::StorageOptions)
+/// and never shown in an error or a `Debug`.
+pub fn is_storage_key(key: &str) -> bool {
+    STORAGE_PREFIXES.iter().any(|p| key.starts_with(p)) || STORAGE_CLIENT_KEYS.contains(&key)
+}
+
 const BOOL: &str = "true|false";
 const COUNT: &str = "an integer ≥ 1";
 const COUNT0: &str = "an integer ≥ 0";
@@ -91,6 +132,12 @@ const BYTES: &str = "bytes, 1024..268435456";
 const NAMES: &str = "column names, comma-separated";
 const SHUFFLE: &str = "0 (none), 1 (byte) or 2 (bit)";
 const UTF8: &str = "true, false or field names, comma-separated";
+const STORAGE: &str = "text, as object_store takes it";
+const AWS: &str = "Remote storage: an Amazon S3 key of object_store (aws_access_key_id, aws_secret_access_key, aws_session_token, aws_region, aws_endpoint_url, aws_allow_http, …).";
+const GOOGLE: &str = "Remote storage: a Google Cloud Storage key of object_store (google_service_account, google_service_account_key, google_application_credentials, …).";
+const AZURE: &str = "Remote storage: an Azure Blob Storage key of object_store (azure_storage_account_name, azure_storage_account_key, azure_storage_sas_key, azure_use_emulator, …).";
+const CLIENT: &str = "Remote storage: an HTTP client key of object_store, for every store.";
+const CLIENT_DEFAULT: &str = "object_store's";
 
 const fn read(
     key: &'static str,
@@ -126,8 +173,40 @@ const fn write(
     }
 }
 
-/// Every read and write setting: the one table the front ends spell.
-pub const SETTINGS: &[Setting] = &[
+/// A row of remote storage, for `kind`: every format, its value text.
+const fn storage(
+    kind: SettingKind,
+    key: &'static str,
+    default: &'static str,
+    doc: &'static str,
+) -> Setting {
+    Setting {
+        key,
+        kind,
+        default,
+        values: STORAGE,
+        formats: &[],
+        doc,
+    }
+}
+
+/// The table of every setting: the rows of the formats' settings as they are, then every row
+/// of remote storage once as a read setting and once as a write setting (a conversion's
+/// input and output may both be URLs).
+macro_rules! settings_table {
+    (formats: [$($row:expr,)*] storage: [$(($key:expr, $default:expr, $doc:expr),)*]) => {
+        &[
+            $($row,)*
+            $(storage(SettingKind::Read, $key, $default, $doc),)*
+            $(storage(SettingKind::Write, $key, $default, $doc),)*
+        ]
+    };
+}
+
+/// Every read and write setting: the one table the front ends spell. The rows of remote
+/// storage come last: a row `aws_*` stands for every key that starts with `aws_`.
+pub const SETTINGS: &[Setting] = settings_table! {
+    formats: [
     read("format", &[], "a format name (`arrowsmith formats`)", "recognised from the content, then the extension", "The input format."),
     read("columns", &[], NAMES, "every column", "The columns to read, in this order."),
     read("limit", &[], COUNT0, "every row", "Read at most this many rows."),
@@ -148,7 +227,7 @@ pub const SETTINGS: &[Setting] = &[
     write("format", &[], "a format name (`arrowsmith formats`)", "from the extension", "The output format."),
     write("mode", &[], "error|overwrite|append", "error", "What happens to an existing output: an error, replaced, or (vs and bcolz) appended to."),
     write("overwrite", &[], BOOL, "false", "Replace an existing output of the format: mode=overwrite (false: mode=error)."),
-    write("no_sync", &[], BOOL, "false", "Do not flush the output to disk (fsync) before renaming it into place."),
+    write("no_sync", &[], BOOL, "false", "Do not flush the output to disk (fsync) before renaming it into place (no meaning for a URL: the store says when an object is stored)."),
     write("compression", COMPRESSED, "a codec, optionally with a level (zstd:9)", "parquet zstd, arrow none, dataseries zlib:6, vs none, bcolz lz4", "The output's compression."),
     write("row_group_size", &[Format::Parquet], COUNT, "the Parquet writer's", "Parquet: rows per row group at most."),
     write("sentinel_collisions_as_na", &[Format::Jay], BOOL, "false", "Jay: write a valid value equal to its type's NA sentinel as NA instead of failing."),
@@ -165,11 +244,43 @@ pub const SETTINGS: &[Setting] = &[
     write("bcolz_shuffle", BCOLZ, SHUFFLE, "1", "bcolz: shuffle before compressing."),
     write("bcolz_carray", BCOLZ, BOOL, "false", "bcolz: write a carray (one column) instead of a ctable."),
     write("bcolz_no_sync", BCOLZ, BOOL, "false", "bcolz: do not flush the new dataset to disk before renaming it into place."),
-];
+    ]
+    storage: [
+    ("aws_*", "the environment's AWS_*", AWS),
+    ("google_*", "the environment's GOOGLE_*", GOOGLE),
+    ("azure_*", "the environment's AZURE_*", AZURE),
+    ("allow_http", CLIENT_DEFAULT, CLIENT),
+    ("allow_invalid_certificates", CLIENT_DEFAULT, CLIENT),
+    ("connect_timeout", CLIENT_DEFAULT, CLIENT),
+    ("default_content_type", CLIENT_DEFAULT, CLIENT),
+    ("http1_only", CLIENT_DEFAULT, CLIENT),
+    ("http2_only", CLIENT_DEFAULT, CLIENT),
+    ("http2_keep_alive_interval", CLIENT_DEFAULT, CLIENT),
+    ("http2_keep_alive_timeout", CLIENT_DEFAULT, CLIENT),
+    ("http2_keep_alive_while_idle", CLIENT_DEFAULT, CLIENT),
+    ("http2_max_frame_size", CLIENT_DEFAULT, CLIENT),
+    ("pool_idle_timeout", CLIENT_DEFAULT, CLIENT),
+    ("pool_max_idle_per_host", CLIENT_DEFAULT, CLIENT),
+    ("proxy_url", CLIENT_DEFAULT, CLIENT),
+    ("proxy_ca_certificate", CLIENT_DEFAULT, CLIENT),
+    ("proxy_excludes", CLIENT_DEFAULT, CLIENT),
+    ("randomize_addresses", CLIENT_DEFAULT, CLIENT),
+    ("timeout", CLIENT_DEFAULT, CLIENT),
+    ("user_agent", CLIENT_DEFAULT, CLIENT),
+    ]
+};
 
 /// The row of `key` of `kind`, if there is one.
+/// A key of remote storage is found by its family's row (`aws_access_key_id` by `aws_*`).
 pub fn setting(kind: SettingKind, key: &str) -> Option<&'static Setting> {
-    SETTINGS.iter().find(|s| s.kind == kind && s.key == key)
+    let of_kind = || SETTINGS.iter().filter(move |s| s.kind == kind);
+    of_kind().find(|s| s.key == key).or_else(|| {
+        of_kind().find(|s| {
+            s.key
+                .strip_suffix('*')
+                .is_some_and(|prefix| key.len() > prefix.len() && key.starts_with(prefix))
+        })
+    })
 }
 
 /// The keys of `kind`, in the table's order.
@@ -183,12 +294,14 @@ pub fn keys(kind: SettingKind) -> impl Iterator<Item = &'static str> {
 /// The row of `key` of `kind`, or an error naming the unknown key and listing the valid ones.
 pub fn lookup(kind: SettingKind, key: &str) -> Result<&'static Setting> {
     setting(kind, key).ok_or_else(|| {
-        let known: Vec<&str> = keys(kind).collect();
+        let known: Vec<&str> = keys(kind).filter(|k| !is_storage_key(k)).collect();
         Error::invalid_argument(format!(
-            "unknown {} setting {key:?}; the {} settings are {}",
+            "unknown {} setting {key:?}; the {} settings are {}, and remote storage's \
+             (aws_*, google_*, azure_* and object_store's client keys: {})",
             kind.name(),
             kind.name(),
-            known.join(", ")
+            known.join(", "),
+            STORAGE_CLIENT_KEYS.join(", ")
         ))
     })
 }

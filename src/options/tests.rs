@@ -190,7 +190,7 @@ const CASES: &[Case] = {
 
 #[test]
 fn test_every_key_has_a_case_and_every_case_a_key() {
-    for s in SETTINGS {
+    for s in SETTINGS.iter().filter(|s| !s.is_storage()) {
         assert!(
             CASES.iter().any(|c| c.0 == s.kind && c.1 == s.key),
             "no test case for the {} setting {}",
@@ -311,12 +311,79 @@ fn test_compression_is_checked_by_the_output_format() {
     );
 }
 
-/// The reference table of docs/settings.md, rendered from [`SETTINGS`].
-fn markdown() -> String {
+/// A key of each storage row: the row's own, or one of its family's.
+fn storage_key(row: &Setting) -> String {
+    match row.key.strip_suffix('*') {
+        Some(prefix) => format!("{prefix}some_key"),
+        None => row.key.to_owned(),
+    }
+}
+
+#[test]
+fn test_every_storage_key_sets_the_storage_options_on_both_sides() {
+    let rows: Vec<&Setting> = SETTINGS.iter().filter(|s| s.is_storage()).collect();
+    assert_eq!(rows.len(), 2 * (3 + STORAGE_CLIENT_KEYS.len()));
+    for row in rows {
+        let key = storage_key(row);
+        assert_eq!(setting(row.kind, &key), Some(row), "{key}");
+        let stored = match row.kind {
+            SettingKind::Read => {
+                let mut o = ReadOptions::default();
+                o.set(&key, "v1").unwrap();
+                o.storage
+            }
+            SettingKind::Write => {
+                let mut o = WriteOptions::default();
+                o.set(&key, "v1").unwrap();
+                o.storage
+            }
+        };
+        assert_eq!(stored.get(&key), Some("v1"), "{key}");
+        assert!(row.applies_to(Format::Jay) && row.applies_to(Format::Parquet));
+    }
+    // A conversion's input and output may both be URLs: set_either sets both sides.
+    let (mut read, mut write) = (
+        ReadOptions::for_format(Format::Jay),
+        WriteOptions::default(),
+    );
+    set_either(&mut read, &mut write, "aws_region", "eu-west-1").unwrap();
+    assert_eq!(read.storage.get("aws_region"), Some("eu-west-1"));
+    assert_eq!(write.storage.get("aws_region"), Some("eu-west-1"));
+}
+
+#[test]
+fn test_a_storage_value_is_never_shown() {
+    const SECRET: &str = "wJalrXUtnFEMI-never-shown";
+    let mut read = ReadOptions::default();
+    let mut write = WriteOptions::default();
+    for key in [
+        "aws_secret_access_key",
+        "azure_storage_account_key",
+        "proxy_url",
+    ] {
+        read.set(key, SECRET).unwrap();
+        write.set(key, SECRET).unwrap();
+    }
+    let shown = format!("{read:?} {write:?}");
+    assert!(!shown.contains(SECRET), "{shown}");
+    assert!(shown.contains("aws_secret_access_key"), "{shown}");
+    // A family's name is no key; a key that is no setting is refused: by name, not value.
+    for (key, what) in [("aws_*", "names a family"), ("aws", "unknown read setting")] {
+        let e = ReadOptions::default().set(key, SECRET).unwrap_err();
+        let text = format!("{e} {e:?}");
+        assert!(text.contains(what) && !text.contains(SECRET), "{text}");
+    }
+    let e = check_applies(SettingKind::Read, "s3_secret", Format::Jay).unwrap_err();
+    assert!(e.to_string().contains("remote storage's"), "{e}");
+}
+
+/// The reference tables of docs/settings.md, rendered from [`SETTINGS`]: the formats'
+/// settings, and those of remote storage, which are each a read and a write setting.
+fn markdown() -> [String; 2] {
     let mut text = String::from(
         "| key | kind | applies to | values | default | meaning |\n|---|---|---|---|---|---|\n",
     );
-    for s in SETTINGS {
+    for s in SETTINGS.iter().filter(|s| !s.is_storage()) {
         text.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} |\n",
             s.key,
@@ -327,7 +394,14 @@ fn markdown() -> String {
             s.doc
         ));
     }
-    text
+    let mut storage = String::from("| storage key | default | meaning |\n|---|---|---|\n");
+    for s in SETTINGS
+        .iter()
+        .filter(|s| s.is_storage() && s.kind == SettingKind::Read)
+    {
+        storage.push_str(&format!("| `{}` | {} | {} |\n", s.key, s.default, s.doc));
+    }
+    [text, storage]
 }
 
 /// docs/settings.md holds the table as [`SETTINGS`] has it: a key added, changed or removed
@@ -336,17 +410,21 @@ fn markdown() -> String {
 fn test_the_settings_reference_lists_every_setting() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/settings.md");
     let doc = std::fs::read_to_string(path).unwrap_or_default();
-    let table = markdown();
-    if !doc.contains(&table) {
+    let tables = markdown();
+    if !tables.iter().all(|table| doc.contains(table)) {
         let expected = concat!(env!("CARGO_MANIFEST_DIR"), "/target/settings-table.md");
-        let _ = std::fs::write(expected, &table);
-        panic!("docs/settings.md lacks the current table of SETTINGS; it is in {expected}");
+        let _ = std::fs::write(expected, tables.join("\n"));
+        panic!("docs/settings.md lacks the current tables of SETTINGS; they are in {expected}");
     }
-    for s in SETTINGS {
+    for s in SETTINGS.iter().filter(|s| !s.is_storage()) {
         assert!(
             doc.contains(&format!("| `{}` | {} |", s.key, s.kind.name())),
             "{}",
             s.key
         );
+    }
+    for s in SETTINGS.iter().filter(|s| s.is_storage()) {
+        let write = setting(SettingKind::Write, s.key);
+        assert_eq!(write.map(|w| (w.default, w.doc)), Some((s.default, s.doc)));
     }
 }

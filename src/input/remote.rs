@@ -1,0 +1,146 @@
+//! Where an input's bytes are: a local path, or a URL read through the registered
+//! [`Storage`](crate::source::Storage). A URL naming an object opens as a [`ByteSource`], one
+//! naming a prefix (a bcolz or Filo dataset's root) as an [`ObjectSource`]; a `file://` URL is
+//! its local path. The object's size and version are what its fragments carry, so that a read
+//! of a fragment finds an object changed since the listing.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::format::Format;
+use crate::fragment::ObjectVersion;
+use crate::source::{
+    is_url, local_path, registered_storage, ByteSource, ObjectSource, RemoteEntry, StorageOptions,
+};
+
+/// Where an input's bytes are.
+#[derive(Clone)]
+pub(crate) enum Origin {
+    /// A local file or directory, opened by the format's own path entry point (a memory map).
+    Local(PathBuf),
+    /// A remote object.
+    Object(Arc<dyn ByteSource>),
+    /// A remote prefix: a directory format's root.
+    Prefix(Arc<dyn ObjectSource>),
+}
+
+impl Origin {
+    /// Finds what `path` names: a local path (a `file://` URL's too), or, for a URL, what the
+    /// registered storage finds there (one request for what it is, one to open it).
+    pub(crate) fn resolve(path: &Path, storage: &StorageOptions) -> Result<Origin> {
+        let Some(url) = path.to_str().filter(|_| is_url(path)) else {
+            return Ok(Origin::Local(local_path(path)));
+        };
+        let store = registered_storage(url)?;
+        match store.stat(url, storage)? {
+            RemoteEntry::Object { .. } => Ok(Origin::Object(store.open_file(url, storage)?)),
+            RemoteEntry::Prefix => Ok(Origin::Prefix(store.open_dir(url, storage)?)),
+            RemoteEntry::Missing => Err(Error::from(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no object, and no objects under it as a prefix",
+            ))
+            .with_file(url)),
+        }
+    }
+
+    /// Whether the bytes are remote.
+    pub(crate) fn is_remote(&self) -> bool {
+        !matches!(self, Origin::Local(_))
+    }
+
+    /// The format its content (and name) says.
+    pub(crate) fn detect(&self) -> Result<Format> {
+        match self {
+            Origin::Local(path) => Format::detect(path),
+            Origin::Object(source) => Format::detect_source(source.as_ref()),
+            Origin::Prefix(objects) => Format::detect_objects(objects.as_ref()),
+        }
+    }
+
+    /// The size and version of the remote object read; `None` for a local path and a prefix.
+    pub(crate) fn object_version(&self) -> Option<ObjectVersion> {
+        match self {
+            Origin::Object(source) => Some(ObjectVersion {
+                size: source.size(),
+                version: source.version().map(str::to_owned),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The error for a format that `self` is not the shape of: a single-file format at a
+    /// prefix, a directory format at an object.
+    pub(crate) fn wrong_shape(&self, format: Format) -> Error {
+        let (found, expected) = match self {
+            Origin::Prefix(_) => ("a prefix (objects under it, as a directory)", "one object"),
+            _ => ("one object", "a prefix holding the dataset's objects"),
+        };
+        Error::invalid_argument(format!(
+            "the URL names {found}, but {format} input is {expected}; \
+             check the URL, or name the format with the format option"
+        ))
+    }
+}
+
+/// Checks that the object `origin` opened is the one a fragment was listed from: the same
+/// size and version. An object replaced since the listing is an error, never rows of two
+/// versions.
+pub(crate) fn check_unchanged(
+    origin: &Origin,
+    listed: Option<&ObjectVersion>,
+    location: &Path,
+) -> Result<()> {
+    let Some(listed) = listed else {
+        return Ok(());
+    };
+    let now = origin.object_version();
+    if now.as_ref() == Some(listed) {
+        return Ok(());
+    }
+    Err(changed(listed, now.as_ref()).with_file(location))
+}
+
+/// The error for an object found at `now` (`None`: no longer an object) that a fragment
+/// listed at `listed`.
+pub(crate) fn changed(listed: &ObjectVersion, now: Option<&ObjectVersion>) -> Error {
+    let now = now.map_or_else(|| "no longer an object".to_owned(), ObjectVersion::describe);
+    Error::new(
+        ErrorClass::Io,
+        format!(
+            "the object changed since its fragments were listed (listed: {}; now: {now}); \
+             list them again",
+            listed.describe()
+        ),
+    )
+}
+
+/// Refuses `what` (an append, a delete) on `path` when it is a URL: a remote object cannot
+/// be changed in place.
+pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
+    if !is_url(path) {
+        return Ok(());
+    }
+    Err(Error::unsupported(format!(
+        "{what} changes a file in place, which an object in remote storage cannot be; \
+         write a new object instead, or work on a local copy"
+    ))
+    .with_file(path))
+}
+
+/// A bcolz dataset at a remote prefix: opened by `bcolz::open_info_from` once it exists.
+pub(crate) fn bcolz_not_yet(_objects: &Arc<dyn ObjectSource>) -> Error {
+    Error::unsupported(
+        "a bcolz dataset is not yet readable from remote storage; \
+         download the prefix and read the local directory",
+    )
+}
+
+/// A Filo set at a remote prefix: opened by `filo::SetInfo::open_source` once it exists.
+pub(crate) fn filo_not_yet(_objects: &Arc<dyn ObjectSource>) -> Error {
+    Error::unsupported(
+        "a Filo set is not yet readable from remote storage; \
+         download the prefix and read the local directory",
+    )
+}

@@ -1,0 +1,763 @@
+//! URLs through the core, against a [`Storage`] of this test's own: `test://data/…` serves the
+//! fixtures of `data/` read-only, `test://root/<test>/…` a scratch directory per test. Its
+//! objects carry a version (a hash of their bytes), its writes appear only when finished, and
+//! it records every object put and deleted, so the tests see the order of an upload and what
+//! a failure leaves. The real stores are tested by the `arrowsmith-store` member.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::{Int64Array, RecordBatch, RecordBatchReader, StringArray};
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::options::{ReadOptions, WriteMode, WriteOptions};
+use crate::source::{
+    register_storage, ByteSource, LocalDir, ObjectSource, ObjectWrite, RemoteEntry, Storage,
+    StorageOptions,
+};
+use crate::{Format, Fragment, Input, ScanOptions};
+
+/// What the test storage did, in order, for one test's scratch directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Event {
+    Put(String),
+    Delete(String),
+    Abort(String),
+}
+
+/// The test storage: process-wide, as `register_storage` is.
+struct TestStorage {
+    scratch: tempfile::TempDir,
+    events: Mutex<Vec<(String, Event)>>,
+    /// Per test: how many more objects may be put before a put fails.
+    puts_left: Mutex<HashMap<String, usize>>,
+}
+
+fn storage() -> &'static Arc<TestStorage> {
+    static STORAGE: OnceLock<Arc<TestStorage>> = OnceLock::new();
+    STORAGE.get_or_init(|| {
+        let storage = Arc::new(TestStorage {
+            scratch: tempfile::tempdir().unwrap(),
+            events: Mutex::new(Vec::new()),
+            puts_left: Mutex::new(HashMap::new()),
+        });
+        assert!(
+            register_storage(Arc::clone(&storage) as Arc<dyn Storage>),
+            "another storage is registered in this test process"
+        );
+        storage
+    })
+}
+
+/// A test's own scratch URL, `test://root/<test>`, empty.
+fn scratch(test: &str) -> String {
+    let dir = storage().scratch.path().join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    format!("test://root/{test}")
+}
+
+/// The events of `test`'s scratch directory, with keys relative to it.
+fn events(test: &str) -> Vec<Event> {
+    let events = storage().events.lock().unwrap();
+    events
+        .iter()
+        .filter(|(t, _)| t == test)
+        .map(|(_, e)| e.clone())
+        .collect()
+}
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
+}
+
+impl TestStorage {
+    /// The local path of `url`, and the test it belongs to (`None` for the fixtures).
+    fn path(&self, url: &str) -> Result<(PathBuf, Option<String>)> {
+        let rest = url.strip_prefix("test://").unwrap_or(url);
+        let (host, key) = rest.split_once('/').unwrap_or((rest, ""));
+        let key = key.trim_end_matches('/');
+        match host {
+            "data" => Ok((data_dir().join(key), None)),
+            "root" => {
+                let test = key.split('/').next().unwrap_or("").to_owned();
+                Ok((self.scratch.path().join(key), Some(test)))
+            }
+            _ => Err(Error::new(ErrorClass::Io, "no such bucket").with_file(url)),
+        }
+    }
+
+    fn record(&self, test: Option<String>, event: Event) {
+        if let Some(test) = test {
+            self.events.lock().unwrap().push((test, event));
+        }
+    }
+
+    /// The key of `url` within its test's directory, for the event log.
+    fn key_in_test(url: &str) -> String {
+        let rest = url.strip_prefix("test://root/").unwrap_or(url);
+        rest.split_once('/').map_or("", |(_, key)| key).to_owned()
+    }
+}
+
+/// A version: a hash of the bytes (an ETag stands for the content as this does).
+fn version_of(bytes: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        hash = (hash ^ u64::from(*b)).wrapping_mul(0x100000001b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// An object as opened: its bytes then, read again on each read to find it changed, as a
+/// store's ranged GET with the opened ETag fails when the object was replaced.
+#[derive(Debug)]
+struct TestObject {
+    url: String,
+    path: PathBuf,
+    bytes: Buffer,
+    version: String,
+}
+
+impl TestObject {
+    fn open(url: String, path: PathBuf) -> Result<TestObject> {
+        let bytes = std::fs::read(&path).map_err(|e| Error::from(e).with_file(&url))?;
+        Ok(TestObject {
+            url,
+            path,
+            version: version_of(&bytes),
+            bytes: Buffer::from_vec(bytes),
+        })
+    }
+}
+
+impl ByteSource for TestObject {
+    fn location(&self) -> &str {
+        &self.url
+    }
+    fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+        let now = std::fs::read(&self.path).map_err(|e| Error::from(e).with_file(&self.url))?;
+        if version_of(&now) != self.version {
+            return Err(Error::new(ErrorClass::Io, "the object was replaced").with_file(&self.url));
+        }
+        ranges
+            .iter()
+            .map(|r| {
+                crate::source::check_range(&self.url, self.size(), r)?;
+                Ok(self
+                    .bytes
+                    .slice_with_length(r.start as usize, (r.end - r.start) as usize))
+            })
+            .collect()
+    }
+    fn version(&self) -> Option<&str> {
+        Some(&self.version)
+    }
+}
+
+#[derive(Debug)]
+struct TestPrefix {
+    url: String,
+    root: PathBuf,
+}
+
+impl ObjectSource for TestPrefix {
+    fn location(&self) -> &str {
+        &self.url
+    }
+    fn open(&self, key: &str) -> Result<Option<Arc<dyn ByteSource>>> {
+        let path = self.root.join(key);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let url = format!("{}/{key}", self.url);
+        Ok(Some(Arc::new(TestObject::open(url, path)?)))
+    }
+    fn list(&self, prefix: &str) -> Result<Option<Vec<String>>> {
+        LocalDir::new(&self.root).list(prefix)
+    }
+}
+
+/// An object being written: its bytes are kept until `finish` puts them.
+struct TestWrite {
+    url: String,
+    path: PathBuf,
+    test: Option<String>,
+    bytes: Vec<u8>,
+}
+
+impl Write for TestWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl ObjectWrite for TestWrite {
+    fn finish(self: Box<Self>) -> Result<()> {
+        let storage = storage();
+        if let Some(test) = &self.test {
+            if let Some(left) = storage.puts_left.lock().unwrap().get_mut(test) {
+                if *left == 0 {
+                    return Err(
+                        Error::new(ErrorClass::Io, "the store went away").with_file(&self.url)
+                    );
+                }
+                *left -= 1;
+            }
+        }
+        std::fs::create_dir_all(self.path.parent().unwrap()).unwrap();
+        std::fs::write(&self.path, &self.bytes).map_err(|e| Error::from(e).with_file(&self.url))?;
+        let key = TestStorage::key_in_test(&self.url);
+        storage.record(self.test.clone(), Event::Put(key));
+        Ok(())
+    }
+    fn abort(self: Box<Self>) -> Result<()> {
+        let key = TestStorage::key_in_test(&self.url);
+        storage().record(self.test.clone(), Event::Abort(key));
+        Ok(())
+    }
+}
+
+impl Storage for TestStorage {
+    fn open_file(&self, url: &str, _: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
+        let (path, _) = self.path(url)?;
+        Ok(Arc::new(TestObject::open(url.to_owned(), path)?))
+    }
+    fn open_dir(&self, url: &str, _: &StorageOptions) -> Result<Arc<dyn ObjectSource>> {
+        let (root, _) = self.path(url)?;
+        Ok(Arc::new(TestPrefix {
+            url: url.trim_end_matches('/').to_owned(),
+            root,
+        }))
+    }
+    fn stat(&self, url: &str, _: &StorageOptions) -> Result<RemoteEntry> {
+        let (path, _) = self.path(url)?;
+        if path.is_file() {
+            return Ok(RemoteEntry::Object {
+                size: path.metadata().unwrap().len(),
+            });
+        }
+        let keys = LocalDir::new(&path).list("")?.unwrap_or_default();
+        Ok(match keys.is_empty() {
+            true => RemoteEntry::Missing,
+            false => RemoteEntry::Prefix,
+        })
+    }
+    fn create_file(&self, url: &str, _: &StorageOptions) -> Result<Box<dyn ObjectWrite>> {
+        let (path, test) = self.path(url)?;
+        if test.is_none() {
+            return Err(Error::new(ErrorClass::Io, "the fixtures are read-only").with_file(url));
+        }
+        Ok(Box::new(TestWrite {
+            url: url.to_owned(),
+            path,
+            test,
+            bytes: Vec::new(),
+        }))
+    }
+    fn delete(&self, url: &str, _: &StorageOptions) -> Result<()> {
+        let (path, test) = self.path(url)?;
+        let _ = std::fs::remove_file(&path);
+        self.record(test, Event::Delete(TestStorage::key_in_test(url)));
+        Ok(())
+    }
+}
+
+/// Every batch of `reader`.
+fn batches(reader: Result<Box<dyn RecordBatchReader + Send>>) -> Result<Vec<RecordBatch>> {
+    reader?
+        .map(|b| b.map_err(Error::from_arrow_owned))
+        .collect()
+}
+
+/// The fixtures of `dir` under data/ whose name ends with `ext`.
+fn fixtures(dir: &str, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(data_dir().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(ext))
+        .map(|n| format!("{dir}/{n}"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Reads `fixture` locally and through its URL, whole and fragment by fragment: the same
+/// batches, the same fragments (but for the object's version), or both failing.
+fn same_through_url(fixture: &str, options: &ReadOptions) {
+    storage();
+    let local = data_dir().join(fixture);
+    let url = format!("test://data/{fixture}");
+    let here = batches(crate::open(&local, options));
+    let there = batches(crate::open(&url, options));
+    match (&here, &there) {
+        (Ok(here), Ok(there)) => assert_eq!(here, there, "{fixture}"),
+        (Err(_), Err(e)) => assert!(e.to_string().contains(&url), "{fixture}: {e}"),
+        _ => panic!("{fixture}: locally {here:?}, through its URL {there:?}"),
+    }
+    if here.is_err() {
+        return;
+    }
+    let listed_here = crate::fragments(&local, options, 3).unwrap();
+    let listed_there = crate::fragments(&url, options, 3).unwrap();
+    assert_eq!(listed_here.len(), listed_there.len(), "{fixture}");
+    let size = std::fs::metadata(&local).unwrap().len();
+    for (h, t) in listed_here.iter().zip(&listed_there) {
+        assert_eq!(t.object.as_ref().map(|o| o.size), Some(size), "{fixture}");
+        assert!(t.object.as_ref().unwrap().version.is_some());
+        let t_as_local = Fragment {
+            path: h.path.clone(),
+            object: None,
+            ..t.clone()
+        };
+        assert_eq!(h, &t_as_local, "{fixture}");
+        let read = ReadOptions {
+            scan: options.scan.clone(),
+            ..Default::default()
+        };
+        let from_here = batches(crate::open_fragment(h, &read)).unwrap();
+        let from_there = batches(crate::open_fragment(t, &read)).unwrap();
+        assert_eq!(from_here, from_there, "{fixture} fragment {}", h.index);
+    }
+}
+
+#[test]
+fn every_jay_dataseries_and_vs_fixture_reads_through_a_url_as_it_reads_locally() {
+    let mut count = 0;
+    for fixture in fixtures("jay", ".jay")
+        .into_iter()
+        .chain(fixtures("dataseries/generated", ".ds"))
+        .chain(fixtures("dataseries/bigendian", ".ds"))
+        .chain(fixtures("vs", ".vs"))
+    {
+        same_through_url(&fixture, &ReadOptions::default());
+        count += 1;
+    }
+    assert!(count > 50, "{count} fixtures");
+    // With a projection and a limit, fragment by fragment.
+    let mut options = ReadOptions::default();
+    options.set("columns", "A").unwrap();
+    options.set("limit", "2").unwrap();
+    same_through_url("jay/all_types.jay", &options);
+}
+
+#[test]
+fn a_bare_filo_vector_reads_through_a_url_as_it_reads_locally() {
+    let manifest = std::fs::read_to_string(data_dir().join("filo/vectors/manifest.jsonl")).unwrap();
+    let mut count = 0;
+    for line in manifest.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let name = format!("filo/vectors/{}.bin", entry["name"].as_str().unwrap());
+        if !data_dir().join(&name).is_file() {
+            continue;
+        }
+        let mut options = ReadOptions::for_format(Format::FiloVector);
+        options
+            .set("filo_type", entry["type"].as_str().unwrap())
+            .unwrap();
+        same_through_url(&name, &options);
+        count += 1;
+    }
+    assert!(count > 10, "{count} vectors");
+}
+
+#[test]
+fn an_input_through_a_url_is_recognised_and_shared_like_a_local_one() {
+    storage();
+    let url = "test://data/dataseries/generated/basic-all.ds";
+    let input = Input::open(url, &ReadOptions::default()).unwrap();
+    assert_eq!(input.format(), Format::DataSeries);
+    assert!(input.is_remote() && !input.holds_lock());
+    let local = Input::open(
+        data_dir().join("dataseries/generated/basic-all.ds"),
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(input.schema(), local.schema());
+    assert_eq!(input.rows(), local.rows());
+    let vs = Input::open("test://data/vs/f64_r1_plain.vs", &ReadOptions::default()).unwrap();
+    assert!(
+        vs.is_remote() && !vs.holds_lock(),
+        "a remote VS input takes no lock"
+    );
+
+    // inspect describes a remote Jay file as it does the local one.
+    let report = crate::inspect("test://data/jay/all_types.jay", &Default::default()).unwrap();
+    let local = crate::inspect(data_dir().join("jay/all_types.jay"), &Default::default()).unwrap();
+    assert_eq!(report.to_json()["structure"], local.to_json()["structure"]);
+}
+
+#[test]
+fn the_directory_formats_and_the_ecosystem_formats_refuse_a_url_clearly() {
+    storage();
+    for (url, says) in [
+        (
+            "test://data/filo/set.filo",
+            "a Filo set is not yet readable from remote storage",
+        ),
+        (
+            "test://data/bcolz/datasets/attrs_carray",
+            "a bcolz dataset is not yet readable from remote storage",
+        ),
+    ] {
+        let error = Input::open(url, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(says) && error.contains(url), "{error}");
+        let error = crate::inspect(url, &Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(says), "{error}");
+    }
+    // A missing object, and a Parquet object.
+    let error = Input::open("test://data/jay/nothing.jay", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        error.io_kind(),
+        Some(std::io::ErrorKind::NotFound),
+        "{error}"
+    );
+    let url = scratch("parquet_input");
+    let out = format!("{url}/x.parquet");
+    crate::write_all(reader(), &out, &WriteOptions::default()).unwrap();
+    let error = Input::open(&out, &ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("parquet input is not read from remote storage"),
+        "{error}"
+    );
+    // A format of the wrong shape: a prefix read as Jay.
+    let error = Input::open(
+        "test://data/filo/set.filo",
+        &ReadOptions::for_format(Format::Jay),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("names a prefix"), "{error}");
+}
+
+#[test]
+fn a_fragment_of_a_changed_object_is_refused_and_never_mixes_versions() {
+    let url = scratch("changed");
+    let object = format!("{url}/x.jay");
+    let path = storage().scratch.path().join("changed/x.jay");
+    std::fs::copy(data_dir().join("jay/all_types.jay"), &path).unwrap();
+    let listed = crate::fragments(&object, &ReadOptions::default(), 2).unwrap();
+    let input = Input::open(&object, &ReadOptions::default()).unwrap();
+    // The same bytes again: the fragments still read.
+    std::fs::copy(data_dir().join("jay/all_types.jay"), &path).unwrap();
+    batches(crate::open_fragment(&listed[0], &ReadOptions::default())).unwrap();
+    // Another object of the same size at the same URL.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8] ^= 1; // the first byte of the first column's data
+    std::fs::write(&path, &bytes).unwrap();
+    let error = crate::open_fragment(&listed[1], &ReadOptions::default())
+        .err()
+        .expect("a fragment of another version was read");
+    let text = error.to_string();
+    assert!(
+        text.contains("changed since its fragments were listed")
+            && text.contains("list them again")
+            && text.contains(&object),
+        "{text}"
+    );
+    // An input opened now refuses the old listing's fragments too.
+    let now = Input::open(&object, &ReadOptions::default());
+    if let Ok(now) = now {
+        let text = now
+            .fragment_reader(&listed[0], &ScanOptions::default())
+            .err()
+            .expect("a fragment of another version was read")
+            .to_string();
+        assert!(
+            text.contains("changed since its fragments were listed"),
+            "{text}"
+        );
+    }
+    // The input opened before the change reads the version it opened, or fails: never a mix.
+    if let Ok(reader) = input.fragment_reader(&listed[0], &ScanOptions::default()) {
+        let _ = batches(Ok(reader));
+    }
+    // The version travels with the fragment's JSON; storage settings never do.
+    let json = listed[0].to_json();
+    assert!(
+        json.contains("\"object\"") && json.contains("\"version\""),
+        "{json}"
+    );
+    assert_eq!(Fragment::from_json(&json).unwrap(), listed[0]);
+    let local = crate::fragments(data_dir().join("jay/tiny.jay"), &Default::default(), 1).unwrap();
+    assert!(
+        !local[0].to_json().contains("object"),
+        "{}",
+        local[0].to_json()
+    );
+}
+
+#[test]
+fn storage_settings_never_appear_in_errors_fragments_or_reports() {
+    const SECRET: &str = "AKIA-never-shown-42";
+    storage();
+    let mut options = ReadOptions::default();
+    options.set("aws_secret_access_key", SECRET).unwrap();
+    options.set("aws_access_key_id", SECRET).unwrap();
+    let missing = Input::open("test://data/jay/missing.jay", &options).unwrap_err();
+    let unknown = Input::open("test://nobucket/x.jay", &options).unwrap_err();
+    let fragments = crate::fragments("test://data/jay/tiny.jay", &options, 1).unwrap();
+    let report = crate::inspect(
+        "test://data/jay/tiny.jay",
+        &crate::InspectOptions {
+            read: options.clone(),
+            verify: true,
+        },
+    )
+    .unwrap();
+    let mut write = WriteOptions::default();
+    write.set("aws_secret_access_key", SECRET).unwrap();
+    write.mode = WriteMode::Append;
+    let append = crate::create("test://root/x.bcolz", schema(), &write)
+        .err()
+        .unwrap();
+    let shown = format!(
+        "{missing} {missing:?} {unknown} {unknown:?} {} {report:?} {} {append} {options:?} {write:?}",
+        fragments[0].to_json(),
+        report.to_json(),
+    );
+    assert!(!shown.contains(SECRET), "{shown}");
+}
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+    ]))
+}
+
+fn batch() -> RecordBatch {
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])),
+        ],
+    )
+    .unwrap()
+}
+
+fn reader() -> impl RecordBatchReader {
+    arrow_array::RecordBatchIterator::new(vec![Ok(batch())], schema())
+}
+
+#[test]
+fn a_single_file_written_to_a_url_appears_only_when_finished_and_equals_the_local_write() {
+    let url = scratch("single");
+    let local = tempfile::tempdir().unwrap();
+    for format in [
+        Format::Jay,
+        Format::DataSeries,
+        Format::Parquet,
+        Format::Arrow,
+        Format::ArrowStream,
+        Format::Csv,
+        Format::Ndjson,
+    ] {
+        let name = format!("out.{}", format.extensions().first().unwrap_or(&"bin"));
+        let object = format!("{url}/{name}");
+        let options = WriteOptions {
+            format: Some(format),
+            ..Default::default()
+        };
+        let mut writer = crate::create(&object, schema(), &options).unwrap();
+        writer.write(&batch()).unwrap();
+        let stat = |u: &str| storage().stat(u, &StorageOptions::default()).unwrap();
+        assert_eq!(
+            stat(&object),
+            RemoteEntry::Missing,
+            "{format} appeared before finish"
+        );
+        writer.finish().unwrap();
+        let put = storage().scratch.path().join("single").join(&name);
+        let here = local.path().join(&name);
+        crate::write_all(reader(), &here, &options).unwrap();
+        assert_eq!(
+            std::fs::read(&put).unwrap(),
+            std::fs::read(&here).unwrap(),
+            "{format}"
+        );
+        // The existing-output rule: refused without overwrite, replaced with it.
+        let e = crate::create(&object, schema(), &options).err().unwrap();
+        assert_eq!(e.setting(), Some("overwrite"), "{e}");
+        let overwrite = WriteOptions {
+            mode: WriteMode::Overwrite,
+            ..options.clone()
+        };
+        crate::write_all(reader(), &object, &overwrite).unwrap();
+    }
+    assert!(events("single").iter().all(|e| matches!(e, Event::Put(_))));
+
+    // A bare Filo vector is written to a scratch file first, then sent up the same way.
+    let object = format!("{url}/numbers.bin");
+    let options = WriteOptions {
+        format: Some(Format::FiloVector),
+        ..Default::default()
+    };
+    let mut writer = crate::create(&object, numbers(), &options).unwrap();
+    writer.write(&numbers_batch()).unwrap();
+    let stat = || storage().stat(&object, &StorageOptions::default()).unwrap();
+    assert_eq!(stat(), RemoteEntry::Missing);
+    writer.finish().unwrap();
+    let here = local.path().join("numbers.bin");
+    crate::write_all(numbers_reader(), &here, &options).unwrap();
+    let put = storage().scratch.path().join("single/numbers.bin");
+    assert_eq!(std::fs::read(put).unwrap(), std::fs::read(here).unwrap());
+}
+
+fn numbers() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]))
+}
+
+fn numbers_batch() -> RecordBatch {
+    RecordBatch::try_new(numbers(), vec![Arc::new(Int64Array::from(vec![1, 2, 3]))]).unwrap()
+}
+
+fn numbers_reader() -> impl RecordBatchReader {
+    arrow_array::RecordBatchIterator::new(vec![Ok(numbers_batch())], numbers())
+}
+
+#[test]
+fn a_failed_single_file_write_leaves_nothing() {
+    let url = scratch("single_failed");
+    let object = format!("{url}/out.jay");
+    // A batch the writer refuses: the writer is dropped unfinished.
+    let mut writer = crate::create(&object, schema(), &WriteOptions::default()).unwrap();
+    let other = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)])),
+        vec![Arc::new(Int64Array::from(vec![1]))],
+    )
+    .unwrap();
+    assert!(writer.write(&other).is_err());
+    drop(writer);
+    // The store fails the upload.
+    storage()
+        .puts_left
+        .lock()
+        .unwrap()
+        .insert("single_failed".into(), 0);
+    let e = crate::write_all(reader(), &object, &WriteOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("the store went away"), "{e}");
+    assert!(e.to_string().contains(&object), "{e}");
+    assert_eq!(
+        storage().stat(&object, &StorageOptions::default()).unwrap(),
+        RemoteEntry::Missing
+    );
+    // The writer dropped unfinished aborted its upload; nothing was ever put.
+    assert_eq!(events("single_failed"), [Event::Abort("out.jay".into())]);
+}
+
+#[test]
+fn a_directory_written_to_a_url_puts_its_marker_last_and_removes_what_it_put_on_failure() {
+    for (format, name) in [(Format::Bcolz, "out.bcolz"), (Format::Filo, "out.filo")] {
+        let test = format!("dir_{format}");
+        let url = scratch(&test);
+        let dataset = format!("{url}/{name}");
+        let options = WriteOptions {
+            format: Some(format),
+            ..Default::default()
+        };
+        crate::write_all(numbers_reader(), &dataset, &options).unwrap();
+        let puts: Vec<String> = events(&test)
+            .into_iter()
+            .map(|e| match e {
+                Event::Put(key) => key,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(puts.len() > 1, "{puts:?}");
+        let markers = format.dataset_markers();
+        let last = puts
+            .last()
+            .unwrap()
+            .trim_start_matches(&format!("{name}/"))
+            .to_owned();
+        assert!(markers.contains(&last.as_str()), "{format}: {puts:?}");
+        assert!(
+            puts[..puts.len() - 1]
+                .iter()
+                .all(|k| !markers.iter().any(|m| k == &format!("{name}/{m}"))),
+            "{puts:?}"
+        );
+        // What was put equals a local write of the same batches, file by file.
+        let local = tempfile::tempdir().unwrap();
+        let here = local.path().join(name);
+        crate::write_all(numbers_reader(), &here, &options).unwrap();
+        let keys = LocalDir::new(&here).list("").unwrap().unwrap();
+        assert_eq!(keys.len(), puts.len());
+
+        // Exists: refused without overwrite.
+        let e = crate::write_all(numbers_reader(), &dataset, &options).unwrap_err();
+        assert_eq!(e.setting(), Some("overwrite"), "{e}");
+
+        // A failure after one object: what was put is deleted, no marker was ever put.
+        let failing = format!("{url}/failing.{}", format.extensions()[0]);
+        storage().puts_left.lock().unwrap().insert(test.clone(), 1);
+        let before = events(&test).len();
+        let e = crate::write_all(numbers_reader(), &failing, &options).unwrap_err();
+        assert!(e.to_string().contains("the store went away"), "{e}");
+        storage().puts_left.lock().unwrap().remove(&test);
+        let after = &events(&test)[before..];
+        let put: Vec<&Event> = after
+            .iter()
+            .filter(|e| matches!(e, Event::Put(_)))
+            .collect();
+        let deleted: Vec<&Event> = after
+            .iter()
+            .filter(|e| matches!(e, Event::Delete(_)))
+            .collect();
+        assert_eq!(put.len(), 1, "{after:?}");
+        assert_eq!(deleted.len(), 1, "{after:?}");
+        assert!(
+            after.iter().all(|e| !markers
+                .iter()
+                .any(|m| e == &Event::Put(format!("failing.{}/{m}", format.extensions()[0])))),
+            "{after:?}"
+        );
+        assert_eq!(
+            storage()
+                .stat(&failing, &StorageOptions::default())
+                .unwrap(),
+            RemoteEntry::Missing,
+            "{after:?}"
+        );
+    }
+}
+
+#[test]
+fn appending_to_a_url_is_refused() {
+    storage();
+    let options = WriteOptions {
+        mode: WriteMode::Append,
+        ..Default::default()
+    };
+    for url in ["test://root/append/x.vs", "test://root/append/x.bcolz"] {
+        let e = crate::create(url, schema(), &options).err().unwrap();
+        let text = e.to_string();
+        assert!(
+            text.contains("remote storage") && text.contains(url),
+            "{text}"
+        );
+        assert_eq!(e.setting(), Some("mode"));
+        let e = crate::write_all(reader(), url, &options).unwrap_err();
+        assert!(e.to_string().contains("cannot be"), "{e}");
+    }
+}
