@@ -119,70 +119,36 @@ pub fn create(
         check_output(path, format, options.overwrite())?;
     }
     match format {
-        Format::Jay => {
-            let jay_options = jay::WriterOptions::default()
-                .with_sentinel_collisions(options.sentinel_collisions)
-                .with_durable(options.durable);
-            Ok(Box::new(jay::Writer::try_new(path, schema, jay_options)?))
-        }
-        Format::DataSeries => {
-            let ds_options = dataseries::WriterOptions::from_settings(
-                options.compression.as_deref(),
-                &options.dataseries,
-            )
-            .map_err(|e| e.with_file(path))?
-            .with_durable(options.durable);
-            Ok(Box::new(dataseries::Writer::try_new(
-                path, schema, ds_options,
-            )?))
-        }
-        Format::Filo => {
-            let mut filo_options = filo::WriterOptions::default()
-                .with_hint(options.filo_hint.unwrap_or_default())
-                .with_overwrite(options.overwrite())
-                .with_durable(options.durable);
-            if let Some(rows) = options.filo_chunk_size {
-                filo_options = filo_options.with_chunk_size(rows);
-            }
-            Ok(Box::new(filo::Writer::try_new(path, schema, filo_options)?))
-        }
-        Format::FiloVector => {
-            let encode =
-                filo::EncodeOptions::default().with_hint(options.filo_hint.unwrap_or_default());
-            Ok(Box::new(
-                filo::VectorWriter::try_new(path, schema, options.filo_type, encode)?
-                    .with_durable(options.durable),
-            ))
-        }
-        Format::Vs => {
-            let mut vs_options = options.vs.clone();
-            vs_options.durable &= options.durable;
-            if let Some(spec) = &options.compression {
-                vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
-                    Error::invalid_argument(format!(
-                        "VS compression {spec:?}: expected none, gzip or snappy"
-                    ))
-                })?);
-            }
-            Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
-        }
-        Format::Bcolz => {
-            let mut bcolz_options = options.bcolz.clone();
-            if options.overwrite() {
-                bcolz_options = bcolz_options.with_overwrite(true);
-            }
-            if !options.durable {
-                bcolz_options = bcolz_options.with_durable(false);
-            }
-            if let Some(spec) = &options.compression {
-                bcolz_options = bcolz_options.with_compression(spec)?;
-            }
-            Ok(Box::new(bcolz::Writer::try_new(
-                path,
-                schema,
-                bcolz_options,
-            )?))
-        }
+        Format::Jay => Ok(Box::new(jay::Writer::try_new(
+            path,
+            schema,
+            options.jay_writer(),
+        )?)),
+        Format::DataSeries => Ok(Box::new(dataseries::Writer::try_new(
+            path,
+            schema,
+            options.dataseries_writer()?,
+        )?)),
+        Format::Filo => Ok(Box::new(filo::Writer::try_new(
+            path,
+            schema,
+            options.filo_writer(),
+        )?)),
+        Format::FiloVector => Ok(Box::new(filo::VectorWriter::try_new(
+            path,
+            schema,
+            options.filo_writer(),
+        )?)),
+        Format::Vs => Ok(Box::new(vs::Writer::try_new(
+            path,
+            schema,
+            options.vs_writer()?,
+        )?)),
+        Format::Bcolz => Ok(Box::new(bcolz::Writer::try_new(
+            path,
+            schema,
+            options.bcolz_writer()?,
+        )?)),
         other => ecosystem::create(path, other, schema, options),
     }
 }
@@ -214,7 +180,7 @@ pub fn write_all(
     let path = path.as_ref();
     if options.appends_vs(path)? {
         check_write(options, Format::Vs)?;
-        let summary = vs::append(path, reader, &options.vs_append_options()?)?;
+        let summary = vs::append(path, reader, &options.vs_writer()?)?;
         return Ok(WriteSummary {
             rows: summary.rows,
             warnings: Vec::new(),
@@ -268,11 +234,9 @@ fn check_compression(format: Format, spec: &str) -> Result<()> {
         Format::Arrow | Format::ArrowStream => {
             crate::ecosystem::ipc::compression(Some(spec)).map(|_| ())
         }
-        Format::DataSeries => dataseries::WriterOptions::from_compression(Some(spec)).map(|_| ()),
+        Format::DataSeries => spec.parse::<dataseries::Compression>().map(|_| ()),
         Format::Vs => spec.parse::<vs::Compression>().map(|_| ()),
-        Format::Bcolz => bcolz::WriterOptions::default()
-            .with_compression(spec)
-            .map(|_| ()),
+        Format::Bcolz => spec.parse::<bcolz::Compression>().map(|_| ()),
         _ => return check_applies(SettingKind::Write, "compression", format),
     };
     checked.map_err(|e| Error::for_setting("compression", e.message()))

@@ -43,7 +43,7 @@ pub(super) fn open(
         }),
         Format::Filo => Box::new(FiloSetInput {
             info: Arc::new(filo::SetInfo::open(path)?),
-            dictionary_strings: options.filo_dictionary,
+            options: options.filo,
         }),
         Format::FiloVector => Box::new(FiloVectorInput::open(path, options)?),
         other => Box::new(EcosystemInput::open(path, other)?),
@@ -55,7 +55,7 @@ struct JayInput {
     file: Arc<jay::JayFile>,
     /// Whether `file` was opened for salvage (its damaged columns left out).
     salvaging: bool,
-    max_dataless_rows: u64,
+    options: jay::ReaderOptions,
 }
 
 impl JayInput {
@@ -69,9 +69,7 @@ impl JayInput {
             path: path.to_path_buf(),
             file: Arc::new(file),
             salvaging: salvage,
-            max_dataless_rows: options
-                .max_dataless_rows
-                .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS),
+            options: options.jay,
         })
     }
 }
@@ -86,7 +84,8 @@ impl OpenedFormat for JayInput {
     }
 
     fn fragments(&self, target_rows: usize) -> Result<Vec<FragmentSpan>> {
-        self.file.check_dataless_rows(self.max_dataless_rows)?;
+        self.file
+            .check_dataless_rows(self.options.max_dataless_rows)?;
         jay::fragments(&self.file, target_rows)
     }
 
@@ -96,7 +95,7 @@ impl OpenedFormat for JayInput {
         let reopen = scan.salvage != self.salvaging;
         let builder = jay::ReaderBuilder::new()
             .with_scan(scan)
-            .with_max_dataless_rows(self.max_dataless_rows);
+            .with_options(&self.options);
         Ok(Box::new(if reopen {
             builder.build(&self.path)?
         } else {
@@ -108,7 +107,7 @@ impl OpenedFormat for JayInput {
 struct DsInput {
     path: PathBuf,
     file: Arc<dataseries::DsFile>,
-    options: dataseries::DsReadOptions,
+    options: dataseries::ReaderOptions,
     /// Whether `file` was opened leniently (a damaged index scanned past), as salvage does.
     salvaging: bool,
 }
@@ -116,18 +115,9 @@ struct DsInput {
 impl DsInput {
     fn open(path: &Path, options: &FormatOptions, salvage: bool) -> Result<DsInput> {
         let ds = &options.dataseries;
-        let checks = if ds.no_checks {
-            dataseries::Checks::NONE
-        } else {
-            dataseries::Checks::ALL
-        };
-        let open = dataseries::OpenOptions {
-            checks,
-            lenient: salvage,
-        };
         Ok(DsInput {
             path: path.to_path_buf(),
-            file: Arc::new(dataseries::DsFile::open(path, open)?),
+            file: Arc::new(dataseries::DsFile::open(path, ds.open_options(salvage))?),
             options: ds.clone(),
             salvaging: salvage,
         })
@@ -166,7 +156,7 @@ impl OpenedFormat for DsInput {
 
 struct VsInput {
     file: Arc<vs::VsFile>,
-    options: vs::VsReadOptions,
+    options: vs::ReaderOptions,
     /// Live points, counted from the block headers on first asking.
     rows: OnceLock<Option<u64>>,
 }
@@ -190,7 +180,7 @@ impl OpenedFormat for VsInput {
         Ok(Box::new(
             vs::ReaderBuilder::new()
                 .with_scan(scan)
-                .with_options(self.options)
+                .with_options(&self.options)
                 .build_from_file(Arc::clone(&self.file))?,
         ))
     }
@@ -198,7 +188,7 @@ impl OpenedFormat for VsInput {
 
 struct BcolzInput {
     info: Arc<bcolz::DatasetInfo>,
-    options: crate::options::BcolzReadOptions,
+    options: bcolz::ReaderOptions,
 }
 
 impl OpenedFormat for BcolzInput {
@@ -216,8 +206,9 @@ impl OpenedFormat for BcolzInput {
 
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
         Ok(Box::new(
-            self.options
-                .apply(bcolz::ReaderBuilder::new().with_scan(scan))
+            bcolz::ReaderBuilder::new()
+                .with_scan(scan)
+                .with_options(&self.options)
                 .build_from_file(Arc::clone(&self.info))?,
         ))
     }
@@ -225,7 +216,7 @@ impl OpenedFormat for BcolzInput {
 
 struct FiloSetInput {
     info: Arc<filo::SetInfo>,
-    dictionary_strings: bool,
+    options: filo::ReaderOptions,
 }
 
 impl OpenedFormat for FiloSetInput {
@@ -245,7 +236,7 @@ impl OpenedFormat for FiloSetInput {
         Ok(Box::new(
             filo::ReaderBuilder::new()
                 .with_scan(scan)
-                .with_dictionary_strings(self.dictionary_strings)
+                .with_options(&self.options)
                 .build_from_file(Arc::clone(&self.info))?,
         ))
     }
@@ -260,7 +251,7 @@ struct FiloVectorInput {
 
 impl FiloVectorInput {
     fn open(path: &Path, options: &FormatOptions) -> Result<FiloVectorInput> {
-        let filo_type = options.filo_type.ok_or_else(|| {
+        let filo_type = options.filo.vector_type.ok_or_else(|| {
             Error::invalid_argument(
                 "a bare Filo vector does not say its element type; give it (the filo_type option)",
             )

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::vs::codec::printable;
-use crate::vs::{Compression, Description, EofMode, VsFile, VsReadOptions};
+use crate::vs::{Compression, Description, EofMode, ReaderOptions, VsFile};
 
 use super::{count, Structure, TextTable, TEXT_ROWS};
 
@@ -14,7 +14,7 @@ use super::{count, Structure, TextTable, TEXT_ROWS};
 const JSON_BLOCKS: usize = 1000;
 
 fn open(path: &Path) -> crate::Result<VsFile> {
-    let mut options = VsReadOptions::default();
+    let mut options = ReaderOptions::default();
     options.parse.eof = EofMode::Lenient;
     VsFile::open(path, options)
 }
