@@ -54,8 +54,7 @@ fn write(path: &Path, format: Format, rows: usize) {
         format: Some(format),
         ..Default::default()
     };
-    options.dataseries.extent_size = Some(1 << 20);
-    options.dataseries.level = Some(1);
+    options.dataseries = options.dataseries.with_extent_size(1 << 20).with_level(1);
     options.compression = match format {
         Format::DataSeries => Some("lz4".into()),
         _ => None,

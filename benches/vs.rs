@@ -26,7 +26,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema};
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 
-use arrowsmith::vs::{self, Compression, ReaderBuilder, VsWriteOptions};
+use arrowsmith::vs::{self, Compression, ReaderBuilder, WriterOptions};
 
 const DIMS: usize = 128;
 const BATCH: usize = 8192;
@@ -84,7 +84,7 @@ fn write(path: &Path, data: &[RecordBatch], compression: Compression) {
     vs::write_file(
         path,
         reader,
-        VsWriteOptions::default().with_compression(compression),
+        WriterOptions::default().with_compression(compression),
     )
     .unwrap();
 }

@@ -137,78 +137,35 @@ pub fn create(
         Format::Jay => Ok(Box::new(jay::Writer::try_new(
             path,
             schema,
-            jay_options(options),
+            options.jay_writer(),
         )?)),
         Format::DataSeries => Ok(Box::new(dataseries::Writer::try_new(
             path,
             schema,
-            ds_options(options).map_err(|e| e.with_file(path))?,
+            options.dataseries_writer()?,
         )?)),
-        Format::Filo => {
-            let mut filo_options = filo::WriterOptions::default()
-                .with_hint(options.filo_hint.unwrap_or_default())
-                .with_overwrite(options.overwrite())
-                .with_durable(options.durable);
-            if let Some(rows) = options.filo_chunk_size {
-                filo_options = filo_options.with_chunk_size(rows);
-            }
-            Ok(Box::new(filo::Writer::try_new(path, schema, filo_options)?))
-        }
-        Format::FiloVector => {
-            let encode =
-                filo::EncodeOptions::default().with_hint(options.filo_hint.unwrap_or_default());
-            Ok(Box::new(
-                filo::VectorWriter::try_new(path, schema, options.filo_type, encode)?
-                    .with_durable(options.durable),
-            ))
-        }
-        Format::Vs => {
-            let mut vs_options = options.vs.clone();
-            vs_options.durable &= options.durable;
-            if let Some(spec) = &options.compression {
-                vs_options.compression = Some(vs::Compression::parse(spec).ok_or_else(|| {
-                    Error::invalid_argument(format!(
-                        "VS compression {spec:?}: expected none, gzip or snappy"
-                    ))
-                })?);
-            }
-            Ok(Box::new(vs::Writer::try_new(path, schema, vs_options)?))
-        }
-        Format::Bcolz => {
-            let mut bcolz_options = options.bcolz.clone();
-            if options.overwrite() {
-                bcolz_options = bcolz_options.with_overwrite(true);
-            }
-            if !options.durable {
-                bcolz_options = bcolz_options.with_durable(false);
-            }
-            if let Some(spec) = &options.compression {
-                bcolz_options = bcolz_options.with_compression(spec)?;
-            }
-            Ok(Box::new(bcolz::Writer::try_new(
-                path,
-                schema,
-                bcolz_options,
-            )?))
-        }
+        Format::Filo => Ok(Box::new(filo::Writer::try_new(
+            path,
+            schema,
+            options.filo_writer(),
+        )?)),
+        Format::FiloVector => Ok(Box::new(filo::VectorWriter::try_new(
+            path,
+            schema,
+            options.filo_writer(),
+        )?)),
+        Format::Vs => Ok(Box::new(vs::Writer::try_new(
+            path,
+            schema,
+            options.vs_writer()?,
+        )?)),
+        Format::Bcolz => Ok(Box::new(bcolz::Writer::try_new(
+            path,
+            schema,
+            options.bcolz_writer()?,
+        )?)),
         other => ecosystem::create(path, other, schema, options),
     }
-}
-
-/// The Jay writer's settings.
-fn jay_options(options: &WriteOptions) -> jay::WriterOptions {
-    jay::WriterOptions::default()
-        .with_sentinel_collisions(options.sentinel_collisions)
-        .with_durable(options.durable)
-}
-
-/// The DataSeries writer's settings.
-fn ds_options(options: &WriteOptions) -> Result<dataseries::WriterOptions> {
-    Ok(dataseries::WriterOptions::from_settings(
-        options.compression.as_deref(),
-        &options.dataseries,
-    )?
-    .with_durable(options.durable))
 }
 
 /// A writer to the URL `path`. The formats whose writers take a sink stream into one
@@ -269,15 +226,14 @@ fn create_remote(
 /// its extent type; a sink has no name, so a URL's writer gets its object's name here, and
 /// the object equals the local file of that name.
 fn name_extent_type_after(url: &Path, schema: &SchemaRef, options: &mut WriteOptions) {
-    let ds = &mut options.dataseries;
     let named = ["dataseries.xml", "dataseries.name"]
         .iter()
         .any(|key| schema.metadata().contains_key(*key));
-    if ds.type_name.is_some() || ds.xml.is_some() || named {
+    if options.dataseries.names_its_type() || named {
         return;
     }
     if let Some(stem) = url.file_stem().and_then(|s| s.to_str()) {
-        ds.type_name = Some(stem.to_owned());
+        options.dataseries = options.dataseries.clone().with_type_name(stem);
     }
 }
 
@@ -310,12 +266,12 @@ pub(crate) fn streaming_writer(
         Format::Jay => Box::new(jay::Writer::try_new_to_sink(
             sink,
             schema,
-            jay_options(options),
+            options.jay_writer(),
         )?),
         Format::DataSeries => Box::new(dataseries::Writer::try_new_to_sink(
             sink,
             schema,
-            ds_options(options)?,
+            options.dataseries_writer()?,
         )?),
         Format::Parquet => Box::new(parquet::Writer::try_new_to_sink(sink, schema, options)?),
         Format::Arrow => Box::new(ipc::Writer::try_new_file_to_sink(sink, schema, options)?),
@@ -412,7 +368,7 @@ pub fn write_all(
     let path = local.as_path();
     if options.appends_vs(path)? {
         check_write(options, Format::Vs)?;
-        let summary = vs::append(path, reader, &options.vs_append_options()?)?;
+        let summary = vs::append(path, reader, &options.vs_writer()?)?;
         return Ok(WriteSummary {
             rows: summary.rows,
             warnings: Vec::new(),
@@ -466,11 +422,9 @@ fn check_compression(format: Format, spec: &str) -> Result<()> {
         Format::Arrow | Format::ArrowStream => {
             crate::ecosystem::ipc::compression(Some(spec)).map(|_| ())
         }
-        Format::DataSeries => dataseries::WriterOptions::from_compression(Some(spec)).map(|_| ()),
+        Format::DataSeries => spec.parse::<dataseries::Compression>().map(|_| ()),
         Format::Vs => spec.parse::<vs::Compression>().map(|_| ()),
-        Format::Bcolz => bcolz::WriterOptions::default()
-            .with_compression(spec)
-            .map(|_| ()),
+        Format::Bcolz => spec.parse::<bcolz::Compression>().map(|_| ()),
         _ => return check_applies(SettingKind::Write, "compression", format),
     };
     checked.map_err(|e| Error::for_setting("compression", e.message()))

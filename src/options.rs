@@ -20,7 +20,7 @@ use crate::salvage::SalvageReport;
 use crate::scan::{Projection, ScanOptions};
 use crate::sentinel::CollisionPolicy;
 use crate::source::StorageOptions;
-use crate::{bcolz, dataseries, filo, vs};
+use crate::{bcolz, dataseries, filo, jay, vs};
 
 mod parse;
 mod table;
@@ -63,83 +63,47 @@ impl ReadOptions {
     }
 }
 
-/// The read settings that only some formats have. A [`Fragment`](crate::Fragment) carries
-/// them, since its range means something only under the settings it was listed with (the
-/// DataSeries extent type, above all).
+/// The read settings that only some formats have: one [`ReaderOptions`](crate::jay::ReaderOptions)
+/// per format, which that format's `ReaderBuilder::with_options` takes. A
+/// [`Fragment`](crate::Fragment) carries them, since its range means something only under the
+/// settings it was listed with (the DataSeries extent type, above all).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FormatOptions {
-    /// The element type of a bare Filo vector (`Format::FiloVector`), which its bytes lack.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub filo_type: Option<filo::FiloType>,
-    /// Filo sets: read String columns as `Dictionary(Int32, Utf8)`, keeping filo's dictionary
-    /// codes instead of expanding them (default `false`: `Utf8`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub filo_dictionary: bool,
-    /// VS: end-of-file mode, varint order, app_data mode, lock wait.
-    pub vs: vs::VsReadOptions,
+    /// Jay: the most rows read that no data stands behind.
+    #[serde(skip_serializing_if = "is_default")]
+    pub jay: jay::ReaderOptions,
     /// DataSeries: the extent type, Utf8 fields, checks.
-    pub dataseries: dataseries::DsReadOptions,
-    /// Jay: the most rows read that no data stands behind, as in a frame of void columns only
-    /// (default [`jay::DEFAULT_MAX_DATALESS_ROWS`](crate::jay::DEFAULT_MAX_DATALESS_ROWS), 2^32; see
-    /// [`jay::ReaderBuilder::with_max_dataless_rows`](crate::jay::ReaderBuilder::with_max_dataless_rows)).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_dataless_rows: Option<u64>,
+    #[serde(skip_serializing_if = "is_default")]
+    pub dataseries: dataseries::ReaderOptions,
+    /// Filo: a bare vector's element type; a set's String columns as dictionaries.
+    #[serde(skip_serializing_if = "is_default")]
+    pub filo: filo::ReaderOptions,
+    /// VS: end-of-file mode, varint order, app_data mode, lock wait.
+    #[serde(skip_serializing_if = "is_default")]
+    pub vs: vs::ReaderOptions,
     /// bcolz: NaT as null, the carray's column name, read-ahead.
-    #[serde(skip_serializing_if = "BcolzReadOptions::is_default")]
-    pub bcolz: BcolzReadOptions,
+    #[serde(skip_serializing_if = "is_default")]
+    pub bcolz: bcolz::ReaderOptions,
 }
 
-/// The read settings of bcolz (see [`bcolz::ReaderBuilder`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BcolzReadOptions {
-    /// NaT in datetime64/timedelta64 columns becomes an Arrow null (default `true`).
-    pub nat_as_null: bool,
-    /// The column name of a carray (default: the directory's name).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub carray_name: Option<String>,
-    /// Batches decoded ahead in the background (default 2).
-    pub read_ahead: usize,
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
-impl Default for BcolzReadOptions {
-    fn default() -> Self {
-        BcolzReadOptions {
-            nat_as_null: true,
-            carray_name: None,
-            read_ahead: 2,
-        }
-    }
-}
-
-impl BcolzReadOptions {
-    fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-
-    /// `builder` with these settings.
-    pub fn apply(&self, builder: bcolz::ReaderBuilder) -> bcolz::ReaderBuilder {
-        let builder = builder
-            .with_nat_as_null(self.nat_as_null)
-            .with_read_ahead(self.read_ahead);
-        match &self.carray_name {
-            Some(name) => builder.with_carray_name(name.clone()),
-            None => builder,
-        }
-    }
-}
-
-/// Options of [`create`](crate::create), common to every format; each writer takes what
-/// applies to it.
+/// Options of [`create`](crate::create): the settings common to every format, and one
+/// `WriterOptions` builder per legacy format, which [`create`](crate::create) completes with
+/// the common ones (`compression`, `mode`, `durable`) for the format it writes.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
     /// The output format; chosen by the file name's extension when `None`.
     pub format: Option<Format>,
     /// Codec name (Parquet: `zstd` (default), `snappy`, `gzip`, `lz4`, `brotli`, `none`;
-    /// Arrow IPC: `lz4`, `zstd`, `none`; DataSeries: see
-    /// [`dataseries::WriterOptions::from_compression`]; VS: `none`, `gzip`, `snappy`;
-    /// bcolz: Blosc's codecs), optionally with a level, as `zstd:9`.
+    /// Arrow IPC: `lz4`, `zstd`, `none`; DataSeries: see [`dataseries::Compression`]; VS:
+    /// `none`, `gzip`, `snappy`; bcolz: Blosc's codecs, see [`bcolz::Compression`]),
+    /// optionally with a level, as `zstd:9`. Kept as text because what it means depends on
+    /// the output format, which may be known only at [`create`](crate::create): there the
+    /// format's own `FromStr` parses it.
     pub compression: Option<String>,
     /// Rows per Parquet row group.
     pub row_group_size: Option<usize>,
@@ -153,27 +117,23 @@ pub struct WriteOptions {
     /// Whether a new file or directory is flushed to disk (fsync) before it is renamed into
     /// place (default `true`). Without, the rename still makes the output appear whole, but a
     /// crash or power loss soon after may lose it: for scratch outputs, and for comparisons
-    /// with tools that never flush. bcolz also honours its own
-    /// [`WriterOptions::with_durable`](crate::bcolz::WriterOptions::with_durable). It has no
-    /// meaning for a URL output, and is ignored there: the store says when an object is
-    /// stored.
+    /// with tools that never flush. `false` overrides each format's own `with_durable`. It
+    /// has no meaning for a URL output, and is ignored there: the store says when an object
+    /// is stored.
     pub durable: bool,
-    /// What the writer of a sentinel-based format does with a valid value equal to its sentinel.
-    pub sentinel_collisions: CollisionPolicy,
-    /// Filo: rows per chunk of a Filo set (default 65,536).
-    pub filo_chunk_size: Option<usize>,
-    /// Filo: the encoding hint of every column (default: filo's AutoDetect).
-    pub filo_hint: Option<filo::Hint>,
-    /// Filo: the element type of a bare vector (default: the column's natural type).
-    pub filo_type: Option<filo::FiloType>,
-    /// VS writer options (`compression` above is parsed as none|gzip|snappy for VS).
-    pub vs: vs::VsWriteOptions,
-    /// bcolz: layout, chunklen, cparams, null policy, string widths (its own overwrite
-    /// setting is also set by `mode` above).
-    pub bcolz: bcolz::WriterOptions,
+    /// Jay: what happens to a valid value equal to its type's sentinel, spill settings.
+    pub jay: jay::WriterOptions,
     /// DataSeries: level, extent size, extent type XML and type name (`compression` above
     /// chooses the codecs).
-    pub dataseries: dataseries::DsWriteOptions,
+    pub dataseries: dataseries::WriterOptions,
+    /// Filo: rows per chunk, encoding hints, a bare vector's element type.
+    pub filo: filo::WriterOptions,
+    /// VS: columns, lock wait, lenient end of file for an append (`compression` above is
+    /// parsed as none|gzip|snappy for VS).
+    pub vs: vs::WriterOptions,
+    /// bcolz: layout, chunklen, shuffle, null policy, string widths (its overwrite is set by
+    /// `mode` above, its codec by `compression`).
+    pub bcolz: bcolz::WriterOptions,
     /// The settings of remote storage, for an output that is a URL, as
     /// [`ReadOptions::storage`].
     pub storage: StorageOptions,
@@ -187,13 +147,11 @@ impl Default for WriteOptions {
             row_group_size: None,
             mode: WriteMode::Error,
             durable: true,
-            sentinel_collisions: CollisionPolicy::default(),
-            filo_chunk_size: None,
-            filo_hint: None,
-            filo_type: None,
-            vs: vs::VsWriteOptions::default(),
+            jay: jay::WriterOptions::default(),
+            dataseries: dataseries::WriterOptions::default(),
+            filo: filo::WriterOptions::default(),
+            vs: vs::WriterOptions::default(),
             bcolz: bcolz::WriterOptions::default(),
-            dataseries: dataseries::DsWriteOptions::default(),
             storage: StorageOptions::default(),
         }
     }
@@ -229,6 +187,30 @@ fn value<T>(key: &str, parsed: Result<T>) -> Result<T> {
     parsed.map_err(|e| Error::for_setting(key, e.message()))
 }
 
+/// Replaces a builder held in a field by what `with` makes of it.
+fn update<T: Default>(slot: &mut T, with: impl FnOnce(T) -> T) {
+    *slot = with(std::mem::take(slot));
+}
+
+/// Sets every `(key, value)` of `settings` with `set` and checks that each applies to the
+/// format `format` reads from the options, when that is known: [`ReadOptions::set_all`] and
+/// [`WriteOptions::set_all`], which differ only in `kind`.
+fn set_each<'a, O>(
+    options: &mut O,
+    kind: SettingKind,
+    settings: impl IntoIterator<Item = (&'a str, &'a str)>,
+    set: fn(&mut O, &str, &str) -> Result<()>,
+    format: fn(&O) -> Option<Format>,
+) -> Result<()> {
+    for (key, text) in settings {
+        set(options, key, text)?;
+        if let Some(format) = format(options) {
+            check_applies(kind, key, format)?;
+        }
+    }
+    Ok(())
+}
+
 impl ReadOptions {
     /// Sets the read setting `key` (a key of [`SETTINGS`] of kind [`SettingKind::Read`]) from
     /// its text form. An unknown key or a bad value is an [`ErrorClass::InvalidArgument`]
@@ -262,8 +244,8 @@ impl ReadOptions {
             "type" => formats.dataseries.type_name = Some(text.to_owned()),
             "utf8" => formats.dataseries.utf8 = value(key, text.parse())?,
             "no_checks" => formats.dataseries.no_checks = value(key, flag(text))?,
-            "filo_type" => formats.filo_type = Some(value(key, text.parse())?),
-            "filo_dictionary" => formats.filo_dictionary = value(key, flag(text))?,
+            "filo_type" => formats.filo.vector_type = Some(value(key, text.parse())?),
+            "filo_dictionary" => formats.filo.dictionary_strings = value(key, flag(text))?,
             "lenient_eof" => {
                 formats.vs.parse.eof = match value(key, flag(text))? {
                     true => vs::EofMode::Lenient,
@@ -272,7 +254,7 @@ impl ReadOptions {
             }
             "varint" => formats.vs.parse.varint = value(key, text.parse())?,
             "app_data" => formats.vs.app_data = value(key, text.parse())?,
-            "max_dataless_rows" => formats.max_dataless_rows = Some(value(key, count(text))?),
+            "max_dataless_rows" => formats.jay.max_dataless_rows = value(key, count(text))?,
             "nat_as_null" => formats.bcolz.nat_as_null = value(key, flag(text))?,
             "carray_name" => formats.bcolz.carray_name = Some(text.to_owned()),
             "read_ahead" => formats.bcolz.read_ahead = value(key, count(text))?,
@@ -287,13 +269,7 @@ impl ReadOptions {
         &mut self,
         settings: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<()> {
-        for (key, text) in settings {
-            self.set(key, text)?;
-            if let Some(format) = self.format {
-                check_applies(SettingKind::Read, key, format)?;
-            }
-        }
-        Ok(())
+        set_each(self, SettingKind::Read, settings, Self::set, |o| o.format)
     }
 }
 
@@ -373,37 +349,47 @@ impl WriteOptions {
             "compression" => self.compression = Some(text.to_owned()),
             "row_group_size" => self.row_group_size = Some(value(key, positive(text))?),
             "sentinel_collisions_as_na" => {
-                self.sentinel_collisions = match value(key, flag(text))? {
+                let policy = match value(key, flag(text))? {
                     true => CollisionPolicy::AsNull,
                     false => CollisionPolicy::Error,
-                }
+                };
+                update(&mut self.jay, |o| o.with_sentinel_collisions(policy));
             }
-            "type" => self.dataseries.type_name = Some(text.to_owned()),
-            "compress_level" => {
-                self.dataseries.level = Some(match text.trim().parse() {
-                    Ok(level @ 1..=9) => level,
-                    _ => {
-                        return Err(Error::for_setting(
-                            key,
-                            format!("expected 1 to 9, got {text:?}"),
-                        ))
-                    }
-                })
+            "type" | "compress_level" | "extent_size" | "xml" => self.set_dataseries(key, text)?,
+            "filo_type" | "filo_chunk_size" | "filo_encoding" => self.set_filo(key, text)?,
+            "lenient_eof" => {
+                let lenient = value(key, flag(text))?;
+                update(&mut self.vs, |o| o.with_lenient_eof(lenient));
             }
-            "extent_size" => self.dataseries.extent_size = Some(value(key, positive(text))?),
-            "xml" => {
+            _ => self.set_bcolz(key, text)?,
+        }
+        Ok(())
+    }
+
+    fn set_dataseries(&mut self, key: &str, text: &str) -> Result<()> {
+        let options = std::mem::take(&mut self.dataseries);
+        self.dataseries = match key {
+            "type" => options.with_type_name(text),
+            "compress_level" => options.with_level(value(key, parse::level_in(text, 1, 9))?),
+            "extent_size" => options.with_extent_size(value(key, parse::positive(text))?),
+            _ => {
                 let xml = std::fs::read_to_string(text).map_err(|e| {
                     Error::for_setting(key, format!("cannot read the ExtentType XML: {e}"))
                         .with_file(text)
                 })?;
-                self.dataseries.xml = Some(xml);
+                options.with_extent_type_xml(xml)
             }
-            "filo_type" => self.filo_type = Some(value(key, text.parse())?),
-            "filo_chunk_size" => self.filo_chunk_size = Some(value(key, positive(text))?),
-            "filo_encoding" => self.filo_hint = Some(value(key, text.parse())?),
-            "lenient_eof" => self.vs.lenient_eof = value(key, flag(text))?,
-            _ => self.set_bcolz(key, text)?,
-        }
+        };
+        Ok(())
+    }
+
+    fn set_filo(&mut self, key: &str, text: &str) -> Result<()> {
+        let options = std::mem::take(&mut self.filo);
+        self.filo = match key {
+            "filo_type" => options.with_vector_type(value(key, text.parse())?),
+            "filo_chunk_size" => options.with_chunk_size(value(key, parse::positive(text))?),
+            _ => options.with_hint(value(key, text.parse())?),
+        };
         Ok(())
     }
 
@@ -431,13 +417,7 @@ impl WriteOptions {
         &mut self,
         settings: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<()> {
-        for (key, text) in settings {
-            self.set(key, text)?;
-            if let Some(format) = self.format {
-                check_applies(SettingKind::Write, key, format)?;
-            }
-        }
-        Ok(())
+        set_each(self, SettingKind::Write, settings, Self::set, |o| o.format)
     }
 
     /// Whether an existing output is replaced ([`WriteMode::Overwrite`]).
@@ -492,11 +472,70 @@ impl WriteOptions {
             && self.output_format(path)? == Format::Vs)
     }
 
-    /// The vs appender's settings: `vs` with this `compression`.
-    pub fn vs_append_options(&self) -> Result<vs::VsWriteOptions> {
+    /// `compression` parsed by the `FromStr` of the output format's codec type.
+    fn codec<T: std::str::FromStr<Err = Error>>(&self) -> Result<Option<T>> {
+        self.compression
+            .as_deref()
+            .map(|spec| value("compression", spec.parse()))
+            .transpose()
+    }
+
+    /// The Jay writer's options: `jay` with `durable`.
+    pub(crate) fn jay_writer(&self) -> jay::WriterOptions {
+        let options = self.jay.clone();
+        match self.durable {
+            true => options,
+            false => options.with_durable(false),
+        }
+    }
+
+    /// The DataSeries writer's options: `dataseries` with the codecs of `compression` and
+    /// `durable`.
+    pub(crate) fn dataseries_writer(&self) -> Result<dataseries::WriterOptions> {
+        let mut options = self.dataseries.clone();
+        if let Some(codecs) = self.codec()? {
+            options = options.with_compression(codecs);
+        }
+        if !self.durable {
+            options = options.with_durable(false);
+        }
+        Ok(options)
+    }
+
+    /// The Filo writer's options (a set's or a bare vector's): `filo` with `mode` and
+    /// `durable`.
+    pub(crate) fn filo_writer(&self) -> filo::WriterOptions {
+        let options = self.filo.clone().with_overwrite(self.overwrite());
+        match self.durable {
+            true => options,
+            false => options.with_durable(false),
+        }
+    }
+
+    /// The VS writer's and appender's options: `vs` with `compression` and `durable`.
+    pub(crate) fn vs_writer(&self) -> Result<vs::WriterOptions> {
         let mut options = self.vs.clone();
-        if let Some(spec) = &self.compression {
-            options.compression = Some(value("compression", spec.parse())?);
+        if let Some(compression) = self.codec()? {
+            options = options.with_compression(compression);
+        }
+        if !self.durable {
+            options = options.with_durable(false);
+        }
+        Ok(options)
+    }
+
+    /// The bcolz writer's options: `bcolz` with the codec of `compression`, `mode` and
+    /// `durable`.
+    pub(crate) fn bcolz_writer(&self) -> Result<bcolz::WriterOptions> {
+        let mut options = self.bcolz.clone();
+        if let Some(compression) = self.codec()? {
+            options = options.with_compression(compression);
+        }
+        if self.overwrite() {
+            options = options.with_overwrite(true);
+        }
+        if !self.durable {
+            options = options.with_durable(false);
         }
         Ok(options)
     }

@@ -349,7 +349,7 @@ fn string_columns_read_as_dictionaries_hold_the_same_values() {
     }
     // The same through the format-independent entry point.
     let mut options = ReadOptions::for_format(Format::Filo);
-    options.format_options.filo_dictionary = true;
+    options.format_options.filo.dictionary_strings = true;
     let reader = arrowsmith::open(&path, &options).unwrap();
     assert_eq!(reader.schema().field(0).data_type(), &dictionary);
 }

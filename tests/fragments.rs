@@ -188,10 +188,10 @@ fn write_multi_unit(dir: &Path, format: Format, batch: &RecordBatch) -> PathBuf 
     let mut options = WriteOptions {
         format: Some(format),
         row_group_size: Some(1000),
-        filo_chunk_size: Some(1000),
         ..Default::default()
     };
-    options.dataseries.extent_size = Some(16 * 1024);
+    options.filo = options.filo.with_chunk_size(1000);
+    options.dataseries = options.dataseries.with_extent_size(16 * 1024);
     options.bcolz = options.bcolz.with_chunklen(1000);
     let no_nulls;
     let batch = if format == Format::Bcolz {

@@ -241,7 +241,7 @@ fn test_a_bare_filo_vector_needs_its_element_type() {
         "{error}"
     );
 
-    options.read.format_options.filo_type = Some("Long".parse().unwrap());
+    options.read.format_options.filo.vector_type = Some("Long".parse().unwrap());
     let report = inspect(&path, &options).unwrap();
     let structure = &report.to_json()["structure"];
     assert_eq!(structure["len"], report.rows.unwrap());

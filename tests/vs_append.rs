@@ -20,7 +20,7 @@ use arrow_array::{
     Array, FixedSizeListArray, Float64Array, RecordBatch, RecordBatchIterator, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema};
-use arrowsmith::vs::{self, LockKind, LockWait, ReaderBuilder, VsWriteOptions};
+use arrowsmith::vs::{self, LockKind, LockWait, ReaderBuilder, WriterOptions};
 use common::data;
 use small_disk::SmallDisk;
 
@@ -55,7 +55,7 @@ fn append(path: &Path, batch: RecordBatch) -> arrowsmith::Result<vs::AppendSumma
     vs::append(
         path,
         RecordBatchIterator::new(vec![Ok(batch)], schema),
-        &VsWriteOptions::default(),
+        &WriterOptions::default(),
     )
 }
 
@@ -99,7 +99,7 @@ fn new_store(dir: &Path, n: u64) -> PathBuf {
     vs::write_file(
         &path,
         RecordBatchIterator::new(vec![Ok(batch)], schema),
-        VsWriteOptions::default(),
+        WriterOptions::default(),
     )
     .unwrap();
     path
@@ -169,10 +169,7 @@ fn append_to_a_file_without_terminal_needs_lenient() {
     vs::append(
         &path,
         RecordBatchIterator::new(vec![Ok(points(5, 1))], schema),
-        &VsWriteOptions {
-            lenient_eof: true,
-            ..Default::default()
-        },
+        &WriterOptions::default().with_lenient_eof(true),
     )
     .unwrap();
     assert_eq!(rows(&path), 2);
@@ -422,10 +419,7 @@ fn full_disk_append(fixture: &str, lenient_eof: bool) {
     };
     let path = disk.path().join(fixture);
     std::fs::copy(data("vs").join(fixture), &path).unwrap();
-    let options = VsWriteOptions {
-        lenient_eof,
-        ..Default::default()
-    };
+    let options = WriterOptions::default().with_lenient_eof(lenient_eof);
     let own: Vec<RecordBatch> = ReaderBuilder::new()
         .with_lenient_eof(lenient_eof)
         .build(&path)

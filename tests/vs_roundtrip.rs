@@ -14,7 +14,7 @@ use arrow_array::{
     StringArray, StructArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_schema::{DataType, Field, Schema};
-use arrowsmith::vs::{self, AppDataMode, Compression, ReaderBuilder, VsWriteOptions};
+use arrowsmith::vs::{self, AppDataMode, Compression, ReaderBuilder, WriterOptions};
 use arrowsmith::ErrorClass;
 use common::data;
 use proptest::prelude::*;
@@ -40,7 +40,7 @@ fn tensor_field(item: DataType, dims: &[u64], nullable_child: bool) -> Field {
     ]))
 }
 
-fn write(path: &Path, batch: &RecordBatch, options: VsWriteOptions) -> arrowsmith::Result<()> {
+fn write(path: &Path, batch: &RecordBatch, options: WriterOptions) -> arrowsmith::Result<()> {
     let reader = RecordBatchIterator::new(vec![Ok(batch.clone())], batch.schema());
     vs::write_file(path, reader, options).map(|_| ())
 }
@@ -187,7 +187,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.vs");
         let compression = [Compression::None, Compression::Gzip, Compression::Snappy][compression as usize];
-        write(&path, &batch, VsWriteOptions::default().with_compression(compression)).unwrap();
+        write(&path, &batch, WriterOptions::default().with_compression(compression)).unwrap();
         let back = read(&path, AppDataMode::Json);
         let schema = ReaderBuilder::new().build(&path).unwrap();
         let md = arrow_array::RecordBatchReader::schema(&schema).metadata().clone();
@@ -225,7 +225,7 @@ fn uncompressed_fixtures_rewrite_byte_for_byte() {
             .with_app_data(AppDataMode::Msgpack)
             .build(data("vs").join(name))
             .unwrap();
-        vs::write_file(&out, reader, VsWriteOptions::default()).unwrap();
+        vs::write_file(&out, reader, WriterOptions::default()).unwrap();
         assert_eq!(
             std::fs::read(&out).unwrap(),
             std::fs::read(data("vs").join(name)).unwrap(),
@@ -233,7 +233,7 @@ fn uncompressed_fixtures_rewrite_byte_for_byte() {
         );
         // The JSON mode gives the same bytes too (canonical msgpack both ways).
         let reader = ReaderBuilder::new().build(data("vs").join(name)).unwrap();
-        vs::write_file(&out, reader, VsWriteOptions::default()).unwrap();
+        vs::write_file(&out, reader, WriterOptions::default()).unwrap();
         assert_eq!(
             std::fs::read(&out).unwrap(),
             std::fs::read(data("vs").join(name)).unwrap(),
@@ -252,7 +252,7 @@ fn compressed_fixtures_keep_their_values_and_codec() {
         let out = dir.path().join(name);
         // No compression option: the schema's vs.pack decides.
         let reader = ReaderBuilder::new().build(data("vs").join(name)).unwrap();
-        vs::write_file(&out, reader, VsWriteOptions::default()).unwrap();
+        vs::write_file(&out, reader, WriterOptions::default()).unwrap();
         let a = concat(&read(&data("vs").join(name), AppDataMode::Msgpack));
         let b = concat(&read(&out, AppDataMode::Msgpack));
         assert_eq!(a, b, "{name}");
@@ -301,7 +301,7 @@ fn struct_and_plain_columns_become_msgpack_maps() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.vs");
-    write(&path, &batch, VsWriteOptions::default()).unwrap();
+    write(&path, &batch, WriterOptions::default()).unwrap();
     let back = concat(&read(&path, AppDataMode::Json));
     let app = back.column(1).as_string::<i32>();
     assert_eq!(app.value(0), r#"{"id":7,"name":"a","tags":[1,null]}"#);
@@ -328,7 +328,7 @@ fn struct_and_plain_columns_become_msgpack_maps() {
         Field::new("app_data", st.data_type().clone(), true),
     ]));
     let batch = RecordBatch::try_new(schema, vec![Arc::new(list), Arc::new(st)]).unwrap();
-    write(&path, &batch, VsWriteOptions::default()).unwrap();
+    write(&path, &batch, WriterOptions::default()).unwrap();
     let back = concat(&read(&path, AppDataMode::Json));
     assert_eq!(
         back.column(1).as_string::<i32>().value(1),
@@ -346,7 +346,7 @@ fn writer_errors_are_clear_and_leave_nothing() {
     let path = dir.path().join("bad.vs");
     std::fs::write(&path, b"old").unwrap();
     let check = |batch: RecordBatch, want: &str, class: ErrorClass| {
-        let e = write(&path, &batch, VsWriteOptions::default()).unwrap_err();
+        let e = write(&path, &batch, WriterOptions::default()).unwrap_err();
         assert!(e.to_string().contains(want), "{e}");
         assert_eq!(e.class(), class, "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
@@ -445,7 +445,7 @@ fn writer_errors_are_clear_and_leave_nothing() {
     write(
         &tempfile::tempdir().unwrap().path().join("ok.vs"),
         &one_column(f.with_metadata(md), Arc::new(list)),
-        VsWriteOptions::default(),
+        WriterOptions::default(),
     )
     .unwrap();
     // Bad JSON app data names the row.
@@ -642,7 +642,7 @@ fn parallel_and_sequential_batches_agree() {
         write(
             &path,
             &batch,
-            VsWriteOptions::default().with_compression(compression),
+            WriterOptions::default().with_compression(compression),
         )
         .unwrap();
         let read_with = |size: usize| {
@@ -689,7 +689,7 @@ fn app_data_not_projected_is_validated_not_printed() {
     let batch = RecordBatch::try_new(schema, vec![Arc::new(list.clone()), Arc::new(app)]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("clash.vs");
-    write(&path, &batch, VsWriteOptions::default()).unwrap();
+    write(&path, &batch, WriterOptions::default()).unwrap();
     let read_projected = |path: &Path, columns: &[&str], size: usize| {
         ReaderBuilder::new()
             .with_batch_size(size)
@@ -748,7 +748,7 @@ fn parallel_fixed_size_batches_agree() {
         write(
             &path,
             &batch,
-            VsWriteOptions::default().with_compression(compression),
+            WriterOptions::default().with_compression(compression),
         )
         .unwrap();
         let read_with = |size: usize| {

@@ -119,12 +119,11 @@ fn every_single_file_writer_writes_the_same_bytes_to_a_sink_as_to_a_file() {
         "t.bin",
         &one_column,
         |p, s| {
-            let w = arrowsmith::filo::VectorWriter::try_new(p, s, None, Default::default())?;
+            let w = arrowsmith::filo::VectorWriter::try_new(p, s, Default::default())?;
             Ok(Box::new(w))
         },
         |k, s| {
-            let w =
-                arrowsmith::filo::VectorWriter::try_new_to_sink(k, s, None, Default::default())?;
+            let w = arrowsmith::filo::VectorWriter::try_new_to_sink(k, s, Default::default())?;
             Ok(through_arrow(w))
         },
     );

@@ -60,11 +60,13 @@ fn input(dir: &Path, format: Format) -> (PathBuf, Vec<&'static str>) {
     let mut options = WriteOptions {
         format: Some(format),
         row_group_size: Some(500),
-        filo_chunk_size: Some(500),
-        filo_type: Some(arrowsmith::filo::FiloType::Long),
         ..Default::default()
     };
-    options.dataseries.extent_size = Some(8 * 1024);
+    options.filo = options
+        .filo
+        .with_chunk_size(500)
+        .with_vector_type(arrowsmith::filo::FiloType::Long);
+    options.dataseries = options.dataseries.with_extent_size(8 * 1024);
     options.bcolz = options.bcolz.with_chunklen(500);
     let mut writer = arrowsmith::create(&path, batch.schema(), &options).unwrap();
     for start in (0..batch.num_rows()).step_by(500) {

@@ -91,7 +91,7 @@ fn no_sync_writes_every_format_whole_without_flushing() {
             }
             let mut read_as = ReadOptions::for_format(format);
             if format == Format::FiloVector {
-                read_as.format_options.filo_type = Some("Int".parse().unwrap());
+                read_as.format_options.filo.vector_type = Some("Int".parse().unwrap());
             }
             assert_eq!(
                 rows_of(&output, &read_as),

@@ -155,7 +155,7 @@ mod tests {
         let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(0..20_000));
         let batch = RecordBatch::try_from_iter([("id", ids)]).unwrap();
         let mut options = arrowsmith::WriteOptions::default();
-        options.dataseries.extent_size = Some(8 * 1024);
+        options.dataseries = options.dataseries.with_extent_size(8 * 1024);
         let reader = RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
         arrowsmith::write_all(reader, path, &options).unwrap();
     }

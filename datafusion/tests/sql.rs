@@ -554,7 +554,8 @@ async fn the_dataframe_api_reads_and_writes() {
             // basic-zlib.ds holds i32::MIN, Jay's NA sentinel: store it as NA rather than fail.
             ArrowsmithOptions {
                 write: arrowsmith::WriteOptions {
-                    sentinel_collisions: arrowsmith::CollisionPolicy::AsNull,
+                    jay: arrowsmith::jay::WriterOptions::default()
+                        .with_sentinel_collisions(arrowsmith::CollisionPolicy::AsNull),
                     ..Default::default()
                 },
                 ..Default::default()

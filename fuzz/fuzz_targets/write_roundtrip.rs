@@ -224,7 +224,7 @@ fn vs_round_trip(vector: &Vector, fields: &[Field], columns: &[ArrayRef], rows: 
     ][vector.compression as usize % 3];
     let options = WriteOptions {
         format: Some(Format::Vs),
-        vs: vs::VsWriteOptions::default().with_compression(compression),
+        vs: vs::WriterOptions::default().with_compression(compression),
         ..Default::default()
     };
     let has_null = vectors.as_fixed_size_list().values().null_count() > 0;

@@ -11,6 +11,7 @@ mod journal;
 mod json;
 pub mod mapping;
 mod meta;
+mod read_options;
 mod reader;
 mod writer;
 
@@ -18,9 +19,10 @@ mod writer;
 pub use crate::vs::LockWait;
 pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
+pub use read_options::ReaderOptions;
 pub use reader::{fragments, schema_of, Reader, ReaderBuilder};
 pub(crate) use writer::DATASET;
-pub use writer::{default_chunklen, NullPolicy, Writer, WriterOptions};
+pub use writer::{default_chunklen, Compression, NullPolicy, Writer, WriterOptions};
 
 crate::write::record_batch_writer!(Writer, Appender);
 

@@ -52,7 +52,7 @@ pub(super) use self::chunk::ChunkFiles;
 pub(super) use self::column::{take_column, Column};
 pub(super) use self::jobs::{queue_full_chunks, queue_leftovers, ChunkJobs};
 pub(super) use self::meta_files::{sizes_text, write_text};
-pub use self::options::{default_chunklen, NullPolicy, WriterOptions};
+pub use self::options::{default_chunklen, Compression, NullPolicy, WriterOptions};
 pub(super) use self::piece::Piece;
 
 /// The length `write()` assumes when choosing a column's chunklen before the row count is

@@ -37,7 +37,8 @@ pub struct DsFile {
     pub damaged: Vec<(Option<String>, Skipped)>,
 }
 
-/// How to open a file.
+/// How to open a file: a read derives them from its [`ReaderOptions`](super::ReaderOptions)
+/// and whether it salvages ([`ReaderOptions::open_options`](super::ReaderOptions::open_options)).
 #[derive(Debug, Clone, Copy)]
 pub struct OpenOptions {
     /// Which checks decoding runs.

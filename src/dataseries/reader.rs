@@ -15,25 +15,11 @@ use super::checksum;
 use super::extent::{decode_raw_group, Checks, ExtentHeader, RawExtent};
 use super::file::{DsFile, OpenOptions};
 use super::mapping::{Decoder, Utf8Fields};
+use super::read_options::ReaderOptions;
 use super::types::ExtentType;
 use crate::error::{Error, ErrorClass, Result};
 use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
-
-/// The DataSeries settings of the format-independent
-/// [`FormatOptions`](crate::FormatOptions), as every front end spells them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct DsReadOptions {
-    /// The extent type to read; needed when the file declares several. Default: the one
-    /// type that holds data.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub type_name: Option<String>,
-    /// Which variable32 fields are read as Utf8. Default: those the XML marks `arrow_type="utf8"`.
-    pub utf8: Utf8Fields,
-    /// Skip the adler32, hash and variable32 checks. Default: run them.
-    pub no_checks: bool,
-}
 
 /// Builds a [`Reader`] of one extent type of a DataSeries file.
 #[derive(Debug, Clone)]
@@ -89,8 +75,8 @@ impl ReaderBuilder {
         self.checks = if on { Checks::ALL } else { Checks::NONE };
         self
     }
-    /// The extent type, Utf8 fields and checks at once (default: [`DsReadOptions::default`]).
-    pub fn with_options(mut self, options: &DsReadOptions) -> Self {
+    /// The extent type, Utf8 fields and checks at once (default: [`ReaderOptions::default`]).
+    pub fn with_options(mut self, options: &ReaderOptions) -> Self {
         self.type_name = options.type_name.clone();
         self.utf8 = options.utf8.clone();
         self.with_checks(!options.no_checks)

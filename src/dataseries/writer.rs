@@ -19,7 +19,7 @@ use arrow_array::{Array, BinaryArray, DictionaryArray, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use self::extent::{compress, encode, header_bytes, seal, Compressed, Extent, HASH_LANES};
-pub use self::options::{DsWriteOptions, WriterOptions};
+pub use self::options::{Compression, WriterOptions};
 use self::schema::{canonical, check_writable, resolve_type};
 use self::variable::VarSlice;
 use super::buffers::SpareBuffers;

@@ -22,6 +22,7 @@ mod decode;
 mod encode;
 mod gen;
 pub mod mapping;
+mod read_options;
 mod reader;
 mod set;
 mod vector;
@@ -33,6 +34,7 @@ pub use decode::{
 };
 pub use encode::{encode, encode_array, should_diff, width, EncodeOptions, Hint};
 pub use mapping::FiloType;
+pub use read_options::ReaderOptions;
 pub use reader::{fragments, Reader, ReaderBuilder};
 pub(crate) use set::DATASET;
 pub use set::{

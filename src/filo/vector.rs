@@ -11,6 +11,7 @@ use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use super::decode::decode_buffer;
 use super::encode::{encode, EncodeOptions};
 use super::mapping::FiloType;
+use super::writer::WriterOptions;
 use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
 use crate::scan::{FragmentRange, ScanOptions};
@@ -143,26 +144,20 @@ pub struct VectorWriter {
     sink: Option<StreamOutput>,
     schema: SchemaRef,
     filo_type: FiloType,
-    options: EncodeOptions,
+    encoding: EncodeOptions,
     parts: Vec<ArrayRef>,
     durable: bool,
 }
 
 impl VectorWriter {
-    /// `filo_type` `None` takes the column's natural Filo type.
+    /// Starts writing the one column of `schema` as a vector file at `path`, with the element
+    /// type, encoding hint and durability of `options` (see [`WriterOptions::vector_type`]).
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
-        filo_type: Option<FiloType>,
-        options: EncodeOptions,
+        options: WriterOptions,
     ) -> Result<VectorWriter> {
-        VectorWriter::start(
-            path.as_ref().to_path_buf(),
-            None,
-            schema,
-            filo_type,
-            options,
-        )
+        VectorWriter::start(path.as_ref().to_path_buf(), None, schema, &options)
     }
 
     /// Like [`VectorWriter::try_new`], but the vector goes into `sink` (a pipe, a socket, a
@@ -170,19 +165,17 @@ impl VectorWriter {
     pub fn try_new_to_sink(
         sink: impl std::io::Write + Send + 'static,
         schema: SchemaRef,
-        filo_type: Option<FiloType>,
-        options: EncodeOptions,
+        options: WriterOptions,
     ) -> Result<VectorWriter> {
         let sink = Some(StreamOutput::sink(sink));
-        VectorWriter::start(PathBuf::from(SINK_NAME), sink, schema, filo_type, options)
+        VectorWriter::start(PathBuf::from(SINK_NAME), sink, schema, &options)
     }
 
     fn start(
         path: PathBuf,
         sink: Option<StreamOutput>,
         schema: SchemaRef,
-        filo_type: Option<FiloType>,
-        options: EncodeOptions,
+        options: &WriterOptions,
     ) -> Result<VectorWriter> {
         if schema.fields().len() != 1 {
             return Err(Error::invalid_argument(format!(
@@ -194,7 +187,7 @@ impl VectorWriter {
             .with_file(&path));
         }
         let field = &schema.fields()[0];
-        let filo_type = match filo_type {
+        let filo_type = match options.vector_type(field.name()) {
             Some(t) => t,
             None => FiloType::for_write(field.data_type())
                 .map_err(|e| e.with_column(0, Some(field.name())).with_file(&path))?,
@@ -202,20 +195,12 @@ impl VectorWriter {
         Ok(VectorWriter {
             path,
             sink,
+            encoding: options.encode_options(field.name()),
             schema,
             filo_type,
-            options,
             parts: Vec::new(),
-            durable: true,
+            durable: options.durable(),
         })
-    }
-
-    /// Whether `finish()` flushes the file to disk (fsync) before renaming it over the target
-    /// (default `true`). Without, the rename still makes the file appear whole, but a crash soon
-    /// after may lose it. No effect on a sink.
-    pub fn with_durable(mut self, durable: bool) -> Self {
-        self.durable = durable;
-        self
     }
 
     /// Adds the batch's one column; the vector is encoded at [`VectorWriter::finish`].
@@ -232,7 +217,7 @@ impl VectorWriter {
         } else {
             arrow::compute::concat(&parts)?
         };
-        let bytes = encode(array.as_ref(), self.filo_type, &self.options)
+        let bytes = encode(array.as_ref(), self.filo_type, &self.encoding)
             .map_err(|e| e.with_file(&self.path))?;
         let mut out = match self.sink {
             Some(sink) => sink,

@@ -16,15 +16,18 @@ use crate::atomic::{check_target, refuse_stream, AtomicDir, Existing, Replaceabl
 use crate::error::{Error, ErrorClass, Result};
 use crate::write::{BatchWriter, WriteSummary};
 
-/// Options of the Filo set [`Writer`], in the style of [`EncodeOptions`]: `Default`, a
-/// `with_…` setter and a getter per setting. Each column is encoded with the
-/// [`EncodeOptions`] that [`WriterOptions::encode_options`] gives for it.
+/// Options of the Filo set [`Writer`] and of the bare [`VectorWriter`](super::VectorWriter),
+/// in the style of [`EncodeOptions`]: `Default`, a `with_…` setter and a getter per setting.
+/// Each column is encoded with the [`EncodeOptions`] that [`WriterOptions::encode_options`]
+/// gives for it. The chunk size and overwrite apply to sets, the vector type to a bare vector;
+/// [`Writer::try_new`] refuses a chunk size out of range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriterOptions {
     chunk_size: usize,
     encoding: EncodeOptions,
     column_encodings: HashMap<String, EncodeOptions>,
     column_types: HashMap<String, FiloType>,
+    vector_type: Option<FiloType>,
     overwrite: bool,
     durable: bool,
 }
@@ -36,6 +39,7 @@ impl Default for WriterOptions {
             encoding: EncodeOptions::default(),
             column_encodings: HashMap::new(),
             column_types: HashMap::new(),
+            vector_type: None,
             overwrite: false,
             durable: true,
         }
@@ -83,6 +87,18 @@ impl WriterOptions {
     /// The Filo type asked for the column named `column`, `None` for its natural one.
     pub fn column_type(&self, column: &str) -> Option<FiloType> {
         self.column_types.get(column).copied()
+    }
+    /// The element type of a bare vector, which [`VectorWriter`](super::VectorWriter) writes
+    /// its one column as (default: the column's own [`WriterOptions::with_column_type`], else
+    /// the natural type of its Arrow type).
+    pub fn with_vector_type(mut self, filo_type: FiloType) -> Self {
+        self.vector_type = Some(filo_type);
+        self
+    }
+    /// The element type asked for a bare vector whose one column is named `column`, `None`
+    /// for its natural one.
+    pub fn vector_type(&self, column: &str) -> Option<FiloType> {
+        self.vector_type.or_else(|| self.column_type(column))
     }
     /// Replaces an existing set at the target (default: refuse).
     pub fn with_overwrite(mut self, overwrite: bool) -> Self {

@@ -51,7 +51,7 @@ pub(super) fn open(
         (Format::Bcolz, Origin::Prefix(objects)) => return Err(remote::bcolz_not_yet(objects)),
         (Format::Filo, Origin::Local(path)) => Box::new(FiloSetInput {
             info: Arc::new(filo::SetInfo::open(path)?),
-            dictionary_strings: options.filo_dictionary,
+            options: options.filo,
         }),
         (Format::Filo, Origin::Prefix(objects)) => return Err(remote::filo_not_yet(objects)),
         (Format::FiloVector, _) => Box::new(FiloVectorInput::open(origin, options)?),
@@ -79,7 +79,7 @@ impl<'a> FileAt<'a> {
 }
 
 /// A VS file, opened under its shared lock when local; a remote object takes no lock.
-fn open_vs(origin: &Origin, options: vs::VsReadOptions) -> Result<vs::VsFile> {
+fn open_vs(origin: &Origin, options: vs::ReaderOptions) -> Result<vs::VsFile> {
     match FileAt::of(origin)? {
         FileAt::Path(path) => vs::VsFile::open(path, options),
         FileAt::Source(source) => vs::VsFile::open_source(Arc::clone(source), options),
@@ -101,7 +101,7 @@ struct JayInput {
     file: Arc<jay::JayFile>,
     /// Whether `file` was opened for salvage (its damaged columns left out).
     salvaging: bool,
-    max_dataless_rows: u64,
+    options: jay::ReaderOptions,
 }
 
 impl JayInput {
@@ -110,9 +110,7 @@ impl JayInput {
             origin: origin.clone(),
             file: Arc::new(Self::open_file(origin, salvage)?),
             salvaging: salvage,
-            max_dataless_rows: options
-                .max_dataless_rows
-                .unwrap_or(jay::DEFAULT_MAX_DATALESS_ROWS),
+            options: options.jay,
         })
     }
 
@@ -135,7 +133,8 @@ impl OpenedFormat for JayInput {
     }
 
     fn fragments(&self, target_rows: usize) -> Result<Vec<FragmentSpan>> {
-        self.file.check_dataless_rows(self.max_dataless_rows)?;
+        self.file
+            .check_dataless_rows(self.options.max_dataless_rows)?;
         jay::fragments(&self.file, target_rows)
     }
 
@@ -146,7 +145,7 @@ impl OpenedFormat for JayInput {
         let reopen = scan_salvage != self.salvaging;
         let builder = jay::ReaderBuilder::new()
             .with_scan(scan)
-            .with_max_dataless_rows(self.max_dataless_rows);
+            .with_options(&self.options);
         let file = match reopen {
             true => Arc::new(Self::open_file(&self.origin, scan_salvage)?),
             false => Arc::clone(&self.file),
@@ -159,7 +158,7 @@ struct DsInput {
     origin: Origin,
     open: dataseries::OpenOptions,
     file: Arc<dataseries::DsFile>,
-    options: dataseries::DsReadOptions,
+    options: dataseries::ReaderOptions,
     /// Whether `file` was opened leniently (a damaged index scanned past), as salvage does.
     salvaging: bool,
 }
@@ -167,15 +166,7 @@ struct DsInput {
 impl DsInput {
     fn open(origin: &Origin, options: &FormatOptions, salvage: bool) -> Result<DsInput> {
         let ds = &options.dataseries;
-        let checks = if ds.no_checks {
-            dataseries::Checks::NONE
-        } else {
-            dataseries::Checks::ALL
-        };
-        let open = dataseries::OpenOptions {
-            checks,
-            lenient: salvage,
-        };
+        let open = ds.open_options(salvage);
         Ok(DsInput {
             origin: origin.clone(),
             open,
@@ -230,7 +221,7 @@ impl OpenedFormat for DsInput {
 
 struct VsInput {
     file: Arc<vs::VsFile>,
-    options: vs::VsReadOptions,
+    options: vs::ReaderOptions,
     /// Live points, counted from the block headers on first asking.
     rows: OnceLock<Option<u64>>,
 }
@@ -254,7 +245,7 @@ impl OpenedFormat for VsInput {
         Ok(Box::new(
             vs::ReaderBuilder::new()
                 .with_scan(scan)
-                .with_options(self.options)
+                .with_options(&self.options)
                 .build_from_file(Arc::clone(&self.file))?,
         ))
     }
@@ -262,7 +253,7 @@ impl OpenedFormat for VsInput {
 
 struct BcolzInput {
     info: Arc<bcolz::DatasetInfo>,
-    options: crate::options::BcolzReadOptions,
+    options: bcolz::ReaderOptions,
 }
 
 impl OpenedFormat for BcolzInput {
@@ -280,8 +271,9 @@ impl OpenedFormat for BcolzInput {
 
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
         Ok(Box::new(
-            self.options
-                .apply(bcolz::ReaderBuilder::new().with_scan(scan))
+            bcolz::ReaderBuilder::new()
+                .with_scan(scan)
+                .with_options(&self.options)
                 .build_from_file(Arc::clone(&self.info))?,
         ))
     }
@@ -289,7 +281,7 @@ impl OpenedFormat for BcolzInput {
 
 struct FiloSetInput {
     info: Arc<filo::SetInfo>,
-    dictionary_strings: bool,
+    options: filo::ReaderOptions,
 }
 
 impl OpenedFormat for FiloSetInput {
@@ -309,7 +301,7 @@ impl OpenedFormat for FiloSetInput {
         Ok(Box::new(
             filo::ReaderBuilder::new()
                 .with_scan(scan)
-                .with_dictionary_strings(self.dictionary_strings)
+                .with_options(&self.options)
                 .build_from_file(Arc::clone(&self.info))?,
         ))
     }
@@ -324,7 +316,7 @@ struct FiloVectorInput {
 
 impl FiloVectorInput {
     fn open(origin: &Origin, options: &FormatOptions) -> Result<FiloVectorInput> {
-        let filo_type = options.filo_type.ok_or_else(|| {
+        let filo_type = options.filo.vector_type.ok_or_else(|| {
             Error::invalid_argument(
                 "a bare Filo vector does not say its element type; give it (the filo_type option)",
             )

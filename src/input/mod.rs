@@ -359,7 +359,7 @@ mod tests {
         assert!(jay
             .fragment_reader(&relisted, &ScanOptions::default())
             .is_ok());
-        relisted.options.max_dataless_rows = Some(7);
+        relisted.options.jay.max_dataless_rows = 7;
         assert!(jay
             .fragment_reader(&relisted, &ScanOptions::default())
             .is_err());

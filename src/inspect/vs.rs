@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::vs::codec::printable;
-use crate::vs::{Compression, Description, EofMode, VsFile, VsReadOptions};
+use crate::vs::{Compression, Description, EofMode, ReaderOptions, VsFile};
 
 use super::{count, Structure, TextTable, TEXT_ROWS};
 
@@ -13,8 +13,8 @@ const JSON_BLOCKS: usize = 1000;
 
 /// How a VS file is opened to describe it: one that ends without its terminal is described
 /// too.
-pub(super) fn options() -> VsReadOptions {
-    let mut options = VsReadOptions::default();
+pub(super) fn options() -> ReaderOptions {
+    let mut options = ReaderOptions::default();
     options.parse.eof = EofMode::Lenient;
     options
 }

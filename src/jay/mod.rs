@@ -7,10 +7,12 @@
 mod gen;
 pub mod mapping;
 mod meta;
+mod read_options;
 mod reader;
 mod writer;
 
 pub use meta::{BufferRange, ColumnInfo, FrameInfo, Layout, Stats};
+pub use read_options::ReaderOptions;
 pub use reader::{fragments, JayFile, Reader, ReaderBuilder, DEFAULT_MAX_DATALESS_ROWS};
 pub use writer::{Writer, WriterOptions};
 

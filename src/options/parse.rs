@@ -4,8 +4,9 @@
 
 use std::str::FromStr;
 
-use crate::bcolz::{blosc::Shuffle, Kind, NullPolicy};
-use crate::dataseries::Utf8Fields;
+use crate::bcolz::blosc::{Codec, Shuffle};
+use crate::bcolz::{Kind, NullPolicy};
+use crate::dataseries::{Mode, Utf8Fields};
 use crate::error::{Error, Result};
 use crate::sentinel::CollisionPolicy;
 use crate::vs::{AppDataMode, Compression, EofMode, VarintOrder};
@@ -124,6 +125,62 @@ impl FromStr for Compression {
     fn from_str(text: &str) -> Result<Self> {
         Compression::parse(text).ok_or_else(|| expected("none, gzip or snappy", text))
     }
+}
+
+/// A codec list and an optional level, `MODE[,MODE…][:LEVEL]`: `none`, a mode name, a comma
+/// list, or `best` (every mode, at level 9 unless one is named).
+impl FromStr for crate::dataseries::Compression {
+    type Err = Error;
+    fn from_str(spec: &str) -> Result<Self> {
+        let (names, level) = match spec.rsplit_once(':') {
+            Some((names, level)) => (names, Some(level_in(level, 1, 9)?)),
+            None => (spec, None),
+        };
+        let mut modes = Vec::new();
+        for part in names.split(',').map(str::trim) {
+            if part == "best" {
+                modes.extend(Mode::ALL);
+                continue;
+            }
+            modes.push(Mode::from_name(part).ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "unknown DataSeries compression {part:?}; use none, lzo, zlib, bz2, lzf, \
+                     snappy, lz4, lz4hc or best"
+                ))
+            })?);
+        }
+        // The reference tools' `best`: every codec at level 9.
+        let level = level.or((names.trim() == "best").then_some(9));
+        Ok(crate::dataseries::Compression { modes, level })
+    }
+}
+
+/// A Blosc codec and an optional level, `codec[:level]` (`lz4`, `zstd:9`, …).
+impl FromStr for crate::bcolz::Compression {
+    type Err = Error;
+    fn from_str(spec: &str) -> Result<Self> {
+        let (name, level) = match spec.split_once(':') {
+            Some((name, level)) => (name, Some(level_in(level, 0, 9)?)),
+            None => (spec, None),
+        };
+        let codec = Codec::from_name(&name.to_ascii_lowercase()).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "unknown bcolz codec {name:?}; known: blosclz, lz4, lz4hc, zlib, zstd, snappy"
+            ))
+        })?;
+        Ok(crate::bcolz::Compression { codec, level })
+    }
+}
+
+/// A compression level from `min` to `max`.
+pub fn level_in<T: FromStr + PartialOrd + From<u8>>(text: &str, min: u8, max: u8) -> Result<T> {
+    text.trim()
+        .parse::<T>()
+        .ok()
+        .filter(|l| (T::from(min)..=T::from(max)).contains(l))
+        .ok_or_else(|| {
+            Error::invalid_argument(format!("compression level {text:?} is not {min} to {max}"))
+        })
 }
 
 impl FromStr for WriteMode {

@@ -14,12 +14,12 @@ fn read_probe(key: &str, o: &ReadOptions) -> String {
         "type" => format!("{:?}", f.dataseries.type_name),
         "utf8" => format!("{:?}", f.dataseries.utf8),
         "no_checks" => format!("{}", f.dataseries.no_checks),
-        "filo_type" => format!("{:?}", f.filo_type),
-        "filo_dictionary" => format!("{}", f.filo_dictionary),
+        "filo_type" => format!("{:?}", f.filo.vector_type),
+        "filo_dictionary" => format!("{}", f.filo.dictionary_strings),
         "lenient_eof" => format!("{:?}", f.vs.parse.eof),
         "varint" => format!("{:?}", f.vs.parse.varint),
         "app_data" => format!("{:?}", f.vs.app_data),
-        "max_dataless_rows" => format!("{:?}", f.max_dataless_rows),
+        "max_dataless_rows" => format!("{}", f.jay.max_dataless_rows),
         "nat_as_null" => format!("{}", f.bcolz.nat_as_null),
         "carray_name" => format!("{:?}", f.bcolz.carray_name),
         "read_ahead" => format!("{}", f.bcolz.read_ahead),
@@ -29,23 +29,17 @@ fn read_probe(key: &str, o: &ReadOptions) -> String {
 
 /// The field a write key sets, as text.
 fn write_probe(key: &str, o: &WriteOptions) -> String {
-    let b = format!("{:?}", o.bcolz);
     match key {
         "format" => format!("{:?}", o.format),
         "mode" | "overwrite" => format!("{:?}", o.mode),
         "no_sync" => format!("{}", o.durable),
         "compression" => format!("{:?}", o.compression),
         "row_group_size" => format!("{:?}", o.row_group_size),
-        "sentinel_collisions_as_na" => format!("{:?}", o.sentinel_collisions),
-        "type" => format!("{:?}", o.dataseries.type_name),
-        "compress_level" => format!("{:?}", o.dataseries.level),
-        "extent_size" => format!("{:?}", o.dataseries.extent_size),
-        "xml" => format!("{:?}", o.dataseries.xml.as_ref().map(|x| !x.is_empty())),
-        "filo_type" => format!("{:?}", o.filo_type),
-        "filo_chunk_size" => format!("{:?}", o.filo_chunk_size),
-        "filo_encoding" => format!("{:?}", o.filo_hint),
-        "lenient_eof" => format!("{}", o.vs.lenient_eof),
-        k if k.starts_with("bcolz_") => b,
+        "sentinel_collisions_as_na" => format!("{:?}", o.jay),
+        "type" | "compress_level" | "extent_size" | "xml" => format!("{:?}", o.dataseries),
+        "filo_type" | "filo_chunk_size" | "filo_encoding" => format!("{:?}", o.filo),
+        "lenient_eof" => format!("{:?}", o.vs),
+        k if k.starts_with("bcolz_") => format!("{:?}", o.bcolz),
         other => panic!("no probe for write key {other}"),
     }
 }
@@ -105,7 +99,7 @@ const CASES: &[Case] = {
         ),
         (R, "varint", "Leb128", "msb-first", "MsbFirst", Some("msb")),
         (R, "app_data", "Json", "msgpack", "Msgpack", Some("bson")),
-        (R, "max_dataless_rows", "None", "5", "Some(5)", Some("five")),
+        (R, "max_dataless_rows", "4294967296", "5", "5", Some("five")),
         (R, "nat_as_null", "true", "false", "false", Some("nat")),
         (R, "carray_name", "None", "x", "Some(\"x\")", None),
         (R, "read_ahead", "2", "0", "0", Some("-2")),
@@ -118,40 +112,54 @@ const CASES: &[Case] = {
         (
             W,
             "sentinel_collisions_as_na",
-            "Error",
+            "",
             "true",
-            "AsNull",
+            "sentinel_collisions: AsNull",
             Some("na"),
         ),
-        (W, "type", "None", "T", "Some(\"T\")", None),
-        (W, "compress_level", "None", "9", "Some(9)", Some("10")),
-        (W, "extent_size", "None", "4096", "Some(4096)", Some("big")),
+        (W, "type", "", "T", "type_name: Some(\"T\")", None),
+        (
+            W,
+            "compress_level",
+            "",
+            "9",
+            "level: 9, level_given: true",
+            Some("10"),
+        ),
+        (
+            W,
+            "extent_size",
+            "",
+            "4096",
+            "extent_size: 4096",
+            Some("big"),
+        ),
         (
             W,
             "xml",
-            "None",
+            "",
             "Cargo.toml",
-            "Some(true)",
+            "xml: Some(\"[",
             Some("no/such/file.xml"),
         ),
         (
             W,
             "filo_type",
-            "None",
+            "",
             "Double",
-            "Some(Double)",
+            "vector_type: Some(Double)",
             Some("double"),
         ),
-        (W, "filo_chunk_size", "None", "7", "Some(7)", Some("0")),
+        (W, "filo_chunk_size", "", "7", "chunk_size: 7", Some("0")),
         (
             W,
             "filo_encoding",
-            "None",
+            "",
             "dict",
-            "Some(DictionaryEncoding)",
+            "hint: DictionaryEncoding",
             Some("rle"),
         ),
-        (W, "lenient_eof", "false", "true", "true", Some("t")),
+        (W, "lenient_eof", "", "true", "lenient_eof: true", Some("t")),
         (
             W,
             "bcolz_nulls_as_nan",
@@ -375,6 +383,53 @@ fn test_a_storage_value_is_never_shown() {
     }
     let e = check_applies(SettingKind::Read, "s3_secret", Format::Jay).unwrap_err();
     assert!(e.to_string().contains("remote storage's"), "{e}");
+}
+
+#[test]
+fn test_compress_level_wins_over_a_level_in_compression_whichever_is_set_first() {
+    let settings = [("compression", "zlib:3"), ("compress_level", "8")];
+    for order in [[0, 1], [1, 0]] {
+        let mut o = WriteOptions::default();
+        o.set_all(order.map(|i| settings[i])).unwrap();
+        let ds = format!("{:?}", o.dataseries_writer().unwrap());
+        assert!(ds.contains("modes: [Zlib], level: 8,"), "{order:?}: {ds}");
+    }
+    let mut o = WriteOptions::default();
+    o.set("compression", "best").unwrap();
+    let ds = format!("{:?}", o.dataseries_writer().unwrap());
+    assert!(ds.contains("Lz4Hc], level: 9,"), "{ds}");
+    o.set("compression", "lzo").unwrap();
+    let ds = format!("{:?}", o.dataseries_writer().unwrap());
+    assert!(ds.contains("modes: [Lzo], level: 6,"), "{ds}");
+}
+
+#[test]
+fn test_the_common_write_settings_complete_each_formats_writer_options() {
+    let mut o = WriteOptions::default();
+    o.set_all([
+        ("no_sync", "true"),
+        ("mode", "overwrite"),
+        ("compression", "zstd:7"),
+    ])
+    .unwrap();
+    let bcolz = format!("{:?}", o.bcolz_writer().unwrap());
+    assert!(bcolz.contains("codec: Zstd, clevel: 7,"), "{bcolz}");
+    assert!(
+        bcolz.contains("overwrite: true,") && bcolz.contains("durable: false"),
+        "{bcolz}"
+    );
+    let filo = format!("{:?}", o.filo_writer());
+    assert!(filo.contains("overwrite: true, durable: false"), "{filo}");
+    assert!(format!("{:?}", o.jay_writer()).contains("durable: false"));
+    o.set("compression", "snappy").unwrap();
+    let vs = format!("{:?}", o.vs_writer().unwrap());
+    assert!(
+        vs.contains("compression: Some(Snappy)") && vs.contains("durable: false"),
+        "{vs}"
+    );
+    o.set("compression", "zstd:10").unwrap();
+    let e = o.bcolz_writer().unwrap_err();
+    assert_eq!(e.setting(), Some("compression"), "{e}");
 }
 
 /// The reference tables of docs/settings.md, rendered from [`SETTINGS`]: the formats'

@@ -57,7 +57,8 @@ pub enum UnknownBlocks {
     Error,
 }
 
-/// The options that change how bytes are parsed.
+/// The options that change how bytes are parsed: the `parse` part of a read's
+/// [`ReaderOptions`](super::ReaderOptions), which the block walker takes alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct ParseOptions {

@@ -10,6 +10,7 @@ mod gzip;
 pub mod lock;
 pub mod mapping;
 pub mod msgpack_json;
+mod read_options;
 mod reader;
 mod vector_codec;
 mod writer;
@@ -17,13 +18,13 @@ mod writer;
 pub use codec::{EofMode, Meta, ParseOptions, UnknownBlocks, VarintOrder};
 pub use lock::{LockKind, LockWait};
 pub use mapping::{Compression, Resolution};
+pub use read_options::ReaderOptions;
 pub use reader::{
     fragments, schema_for, AppDataMode, BlockInfo, Description, Reader, ReaderBuilder, VsFile,
-    VsReadOptions,
 };
 pub use writer::{
     append, compact, delete_ordinal, delete_point, write_file, AppendSummary, CompactSummary,
-    VsWriteOptions, Writer,
+    Writer, WriterOptions,
 };
 
 crate::write::record_batch_writer!(Writer);

@@ -22,9 +22,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use self::walk::Walk;
-use super::codec::{self, ParseOptions, UnknownBlocks, VarintOrder};
+use super::codec::{self, UnknownBlocks, VarintOrder};
 use super::lock::LockWait;
 use super::mapping::APP_DATA_COLUMN;
+use super::read_options::ReaderOptions;
 use super::vector_codec::VectorDecoder;
 use crate::error::{Error, Result};
 use crate::salvage::Salvage;
@@ -51,25 +52,11 @@ pub enum AppDataMode {
     Msgpack,
 }
 
-/// The options of a VS reader that are not common to every format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct VsReadOptions {
-    /// How bytes are parsed (default: the format's strict rules).
-    pub parse: ParseOptions,
-    /// How the app data column is typed (default [`AppDataMode::Json`]).
-    pub app_data: AppDataMode,
-    /// Whether to add the `vs_offset` column (default `false`).
-    pub with_offsets: bool,
-    /// Whether to wait for a writer's lock (default [`LockWait::Block`]).
-    pub lock: LockWait,
-}
-
 /// Builds a VS [`Reader`].
 #[derive(Debug, Clone, Default)]
 pub struct ReaderBuilder {
     scan: ScanOptions,
-    options: VsReadOptions,
+    options: ReaderOptions,
 }
 
 impl ReaderBuilder {
@@ -82,9 +69,9 @@ impl ReaderBuilder {
 
     crate::scan::scan_setters!();
 
-    /// All VS-specific options at once (default: [`VsReadOptions::default`]).
-    pub fn with_options(mut self, options: VsReadOptions) -> Self {
-        self.options = options;
+    /// All VS-specific options at once (default: [`ReaderOptions::default`]).
+    pub fn with_options(mut self, options: &ReaderOptions) -> Self {
+        self.options = *options;
         self
     }
 

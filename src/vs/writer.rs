@@ -29,29 +29,22 @@ pub use self::in_place::{
     append, compact, delete_ordinal, delete_point, AppendSummary, CompactSummary,
 };
 
-/// Options of the VS writer and appender.
+/// Options of the VS [`Writer`] and of [`append`]: `Default` and a `with_…` setter per
+/// setting, as the other formats' `WriterOptions`. A vector or app data column that is not
+/// there, or a compression the file cannot hold, is refused by [`Writer::try_new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VsWriteOptions {
-    /// Vector compression; `None`: the schema's `vs.pack` when 0–2 (appender: the file's
-    /// `pack`), else none.
-    pub compression: Option<Compression>,
-    /// The input column that holds the vectors (default `"vector"`).
-    pub vector_column: String,
-    /// The input column that holds the points' app data (default `"app_data"`).
-    pub app_data_column: String,
-    /// Whether to wait for the file's lock (default [`LockWait::Block`]).
-    pub lock: LockWait,
-    /// Appender: a file that ends at a block boundary without `'$'` gets one first.
-    pub lenient_eof: bool,
-    /// Writer: whether the new file is flushed to disk (fsync) before it is renamed into place
-    /// (default `true`). Without, the rename still makes it appear whole, but a crash soon
-    /// after may lose it.
-    pub durable: bool,
+pub struct WriterOptions {
+    compression: Option<Compression>,
+    vector_column: String,
+    app_data_column: String,
+    lock: LockWait,
+    lenient_eof: bool,
+    durable: bool,
 }
 
-impl Default for VsWriteOptions {
+impl Default for WriterOptions {
     fn default() -> Self {
-        VsWriteOptions {
+        WriterOptions {
             compression: None,
             vector_column: VECTOR_COLUMN.to_owned(),
             app_data_column: APP_DATA_COLUMN.to_owned(),
@@ -62,15 +55,42 @@ impl Default for VsWriteOptions {
     }
 }
 
-impl VsWriteOptions {
-    /// Vector compression (default: as the schema's `vs.pack` says, or the appended file's).
+impl WriterOptions {
+    /// Vector compression (default: the schema's `vs.pack` when 0–2, the appended file's
+    /// `pack` for [`append`], else none).
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = Some(compression);
         self
     }
 
-    /// Whether the writer flushes the file to disk before renaming it into place (default
-    /// `true`; see [`VsWriteOptions::durable`]).
+    /// The input column that holds the vectors (default `"vector"`).
+    pub fn with_vector_column(mut self, name: impl Into<String>) -> Self {
+        self.vector_column = name.into();
+        self
+    }
+
+    /// The input column that holds the points' app data (default `"app_data"`).
+    pub fn with_app_data_column(mut self, name: impl Into<String>) -> Self {
+        self.app_data_column = name.into();
+        self
+    }
+
+    /// Whether to wait for the file's lock (default [`LockWait::Block`]).
+    pub fn with_lock(mut self, lock: LockWait) -> Self {
+        self.lock = lock;
+        self
+    }
+
+    /// [`append`]: a file that ends at a block boundary without `'$'` gets one first (default
+    /// `false`: such a file is refused).
+    pub fn with_lenient_eof(mut self, lenient: bool) -> Self {
+        self.lenient_eof = lenient;
+        self
+    }
+
+    /// Whether the writer flushes the new file to disk (fsync) before renaming it into place
+    /// (default `true`). Without, the rename still makes it appear whole, but a crash soon
+    /// after may lose it. An append always flushes.
     pub fn with_durable(mut self, durable: bool) -> Self {
         self.durable = durable;
         self
@@ -88,7 +108,7 @@ pub struct Writer {
     /// The column types the writer was made for; a batch of others is refused, not decoded.
     types: Vec<DataType>,
     plan: Plan,
-    options: VsWriteOptions,
+    options: WriterOptions,
     rows: u64,
     buf: Vec<u8>,
 }
@@ -99,7 +119,7 @@ impl Writer {
     pub fn try_new(
         path: impl AsRef<Path>,
         schema: SchemaRef,
-        options: VsWriteOptions,
+        options: WriterOptions,
     ) -> Result<Writer> {
         Writer::start(Destination::File(path.as_ref().into()), schema, options)
     }
@@ -110,12 +130,12 @@ impl Writer {
     pub fn try_new_to_sink(
         sink: impl Write + Send + 'static,
         schema: SchemaRef,
-        options: VsWriteOptions,
+        options: WriterOptions,
     ) -> Result<Writer> {
         Writer::start(Destination::sink(sink), schema, options)
     }
 
-    fn start(output: Destination, schema: SchemaRef, options: VsWriteOptions) -> Result<Writer> {
+    fn start(output: Destination, schema: SchemaRef, options: WriterOptions) -> Result<Writer> {
         let path = output.name().to_path_buf();
         let plan = Plan::new(&schema, &options, None).map_err(|e| e.with_file(&path))?;
         let mut out = output.open(options.durable)?;
@@ -203,7 +223,7 @@ impl BatchWriter for Writer {
 pub fn write_file(
     path: impl AsRef<Path>,
     reader: impl RecordBatchReader,
-    options: VsWriteOptions,
+    options: WriterOptions,
 ) -> Result<WriteSummary> {
     let mut writer = Writer::try_new(path, reader.schema(), options)?;
     for batch in reader {

@@ -1,11 +1,12 @@
-//! The writer's options ([`WriterOptions`], [`NullPolicy`]) and bcolz's own choice of rows per
-//! chunk ([`default_chunklen`]), which the writer and the appender both follow.
+//! The writer's options ([`WriterOptions`], a builder of already-parsed values that
+//! [`Writer::try_new`](super::Writer::try_new) checks together; [`NullPolicy`];
+//! [`Compression`]) and bcolz's own choice of rows per chunk ([`default_chunklen`]), which the
+//! writer and the appender both follow.
 
 use std::collections::HashMap;
 
 use crate::bcolz::blosc::{Codec, Shuffle};
 use crate::bcolz::meta::Kind;
-use crate::error::{Error, Result};
 
 /// What the writer does with Arrow nulls (bcolz cannot store them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -15,6 +16,16 @@ pub enum NullPolicy {
     Reject,
     /// Nulls in float columns become NaN, in temporal columns NaT; others are still errors.
     Sentinel,
+}
+
+/// The Blosc codec and, optionally, the level of a bcolz `compression` setting
+/// (`codec[:level]`, parsed by its `FromStr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compression {
+    /// The Blosc codec.
+    pub codec: Codec,
+    /// The compression level 0–9 the setting names (default: keep the writer's, 5).
+    pub level: Option<u8>,
 }
 
 /// Options of the bcolz [`Writer`](super::Writer).
@@ -90,24 +101,14 @@ impl WriterOptions {
     pub fn null_policy(&self) -> NullPolicy {
         self.null_policy
     }
-    /// Sets the codec and optionally the level from `codec[:level]` (`lz4`, `zstd:9`, …;
-    /// default `lz4:5`).
-    pub fn with_compression(mut self, spec: &str) -> Result<Self> {
-        let (name, level) = match spec.split_once(':') {
-            Some((n, l)) => (n, Some(l)),
-            None => (spec, None),
-        };
-        self.codec = Codec::from_name(&name.to_ascii_lowercase()).ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "unknown bcolz codec {name:?}; known: blosclz, lz4, lz4hc, zlib, zstd, snappy"
-            ))
-        })?;
-        if let Some(l) = level {
-            self.clevel = l.parse::<u8>().ok().filter(|&l| l <= 9).ok_or_else(|| {
-                Error::invalid_argument(format!("bcolz clevel {l:?} is not in 0..=9"))
-            })?;
+    /// The codec and, when it names one, the level of a parsed `compression` setting
+    /// (`lz4`, `zstd:9`, …; default `lz4:5`).
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.codec = compression.codec;
+        if let Some(level) = compression.level {
+            self.clevel = level;
         }
-        Ok(self)
+        self
     }
     /// Whether the finished dataset is flushed to disk (every file and directory, fsync) before
     /// it is renamed into place, and the rename after it (default true). bcolz itself never

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow_array::types::{
     Float32Type, Float64Type, Int32Type, Int64Type, TimestampMillisecondType,
 };
-use arrow_array::{new_null_array, ArrayRef, BooleanArray, PrimitiveArray};
+use arrow_array::{new_null_array, ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, TimeUnit};
 use flatbuffers::Vector;
@@ -52,8 +52,8 @@ pub(super) fn simple_or_const(src: &Source<'_>, constant: bool) -> Result<ArrayR
     let (nbits, signed) = required_info(t.info(), &body.field_info)?;
     match src.filo_type {
         FiloType::Boolean => body.booleans(nbits, signed, nulls),
-        FiloType::Double => body.doubles(nbits, signed, nulls),
-        FiloType::Float => body.floats(nbits, signed, nulls),
+        FiloType::Double => body.floats::<Float64Type>(nbits, signed, nulls),
+        FiloType::Float => body.floats::<Float32Type>(nbits, signed, nulls),
         FiloType::Int => body.ints(nbits, signed, nulls),
         _ => body.longs(nbits, signed, nulls, src),
     }
@@ -171,44 +171,26 @@ impl<'a> Body<'a> {
         Ok(Arc::new(BooleanArray::new(values, nulls)))
     }
 
-    fn doubles(&self, nbits: u16, signed: bool, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
-        if (nbits, signed) != (64, false) {
-            return Err(bad_info(nbits, signed, &self.field_info, "(64, 0)"));
+    /// Float64 or Float32 values, stored as filo writes them: `(64, 0)` or `(32, 0)`, a
+    /// Const vector's one value repeated.
+    fn floats<T: ArrowPrimitiveType>(
+        &self,
+        nbits: u16,
+        signed: bool,
+        nulls: Option<NullBuffer>,
+    ) -> Result<ArrayRef> {
+        let bits = (std::mem::size_of::<T::Native>() * 8) as u16;
+        if (nbits, signed) != (bits, false) {
+            let accepted = format!("({bits}, 0)");
+            return Err(bad_info(nbits, signed, &self.field_info, &accepted));
         }
-        let bytes = self.bytes(64)?;
+        let stored = self.shared::<T::Native>(self.bytes(bits)?);
         let values = if self.constant {
-            let values = bytes.chunks_exact(8).map(|c| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(c);
-                f64::from_le_bytes(b)
-            });
-            self.repeated(values)?.into()
+            self.repeated(stored.iter().copied())?.into()
         } else {
-            self.shared::<f64>(bytes)
+            stored
         };
-        Ok(Arc::new(PrimitiveArray::<Float64Type>::try_new(
-            values, nulls,
-        )?))
-    }
-
-    fn floats(&self, nbits: u16, signed: bool, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
-        if (nbits, signed) != (32, false) {
-            return Err(bad_info(nbits, signed, &self.field_info, "(32, 0)"));
-        }
-        let bytes = self.bytes(32)?;
-        let values = if self.constant {
-            let values = bytes.chunks_exact(4).map(|c| {
-                let mut b = [0u8; 4];
-                b.copy_from_slice(c);
-                f32::from_le_bytes(b)
-            });
-            self.repeated(values)?.into()
-        } else {
-            self.shared::<f32>(bytes)
-        };
-        Ok(Arc::new(PrimitiveArray::<Float32Type>::try_new(
-            values, nulls,
-        )?))
+        Ok(Arc::new(PrimitiveArray::<T>::try_new(values, nulls)?))
     }
 
     fn ints(&self, nbits: u16, signed: bool, nulls: Option<NullBuffer>) -> Result<ArrayRef> {

@@ -14,7 +14,7 @@ use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, Offs
 use arrow_schema::SchemaRef;
 
 use super::schema::item_field;
-use super::{AppDataMode, VsReadOptions};
+use super::{AppDataMode, ReaderOptions};
 use crate::error::{ErrorClass, Result};
 use crate::vs::codec::{self, Meta, VarintOrder};
 use crate::vs::mapping::Resolution;
@@ -52,7 +52,7 @@ pub(super) struct BatchBuilder<'m> {
 impl<'m> BatchBuilder<'m> {
     pub(super) fn new(
         meta: &'m Meta,
-        options: &VsReadOptions,
+        options: &ReaderOptions,
         rows: usize,
         app_wanted: bool,
     ) -> Self {

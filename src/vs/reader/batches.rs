@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::arrays::{BatchBuilder, MAX_TEXT};
 use super::walk::Walk;
-use super::{attach, AppDataMode, VsFile, VsReadOptions};
+use super::{attach, AppDataMode, ReaderOptions, VsFile};
 use crate::error::{ErrorClass, Result};
 use crate::salvage::SalvageReport;
 use crate::vs::codec::{self, Block, Meta, Point};
@@ -157,7 +157,7 @@ type PointRef = (u64, usize, usize);
 struct Points<'a> {
     bytes: &'a [u8],
     meta: &'a Meta,
-    options: &'a VsReadOptions,
+    options: &'a ReaderOptions,
     app_wanted: bool,
     /// Whether parsing validates app_data: JSON text comes from decoding the msgpack, which
     /// validates it, so only msgpack output or an unprojected column needs it here.

@@ -8,7 +8,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
 
 use super::schema::schema_for;
-use super::VsReadOptions;
+use super::ReaderOptions;
 use crate::error::{Error, ErrorClass, Result};
 use crate::vs::codec::{self, Block, Blocks, Meta, ParseOptions, UnknownBlocks};
 use crate::vs::lock::{self, LockKind, LockedFile};
@@ -21,12 +21,12 @@ pub struct VsFile {
     pub(super) meta: Option<Meta>,
     /// Offset of the first block after the meta block (or of the end, without meta).
     pub(super) data_start: usize,
-    pub(super) options: VsReadOptions,
+    pub(super) options: ReaderOptions,
 }
 
 impl VsFile {
     /// Opens a file under the shared lock and reads everything up to the meta block.
-    pub fn open(path: impl AsRef<Path>, options: VsReadOptions) -> Result<VsFile> {
+    pub fn open(path: impl AsRef<Path>, options: ReaderOptions) -> Result<VsFile> {
         let path = path.as_ref();
         let locked = lock::open_locked(path, LockKind::Shared, options.lock)?;
         // Mapped: writers that follow the format take the exclusive lock, which this shared
@@ -40,7 +40,7 @@ impl VsFile {
     /// object has none, and is never changed in place.
     pub fn open_source(
         source: Arc<dyn crate::source::ByteSource>,
-        options: VsReadOptions,
+        options: ReaderOptions,
     ) -> Result<VsFile> {
         let location = PathBuf::from(source.location());
         let bytes = source.read_all().map_err(|e| e.with_file(&location))?;
@@ -48,7 +48,7 @@ impl VsFile {
     }
 
     /// VS bytes held in memory (no lock).
-    pub fn from_bytes(bytes: Vec<u8>, options: VsReadOptions) -> Result<VsFile> {
+    pub fn from_bytes(bytes: Vec<u8>, options: ReaderOptions) -> Result<VsFile> {
         Self::from_parts(Buffer::from_vec(bytes), None, None, options)
     }
 
@@ -56,7 +56,7 @@ impl VsFile {
         bytes: Buffer,
         lock: Option<LockedFile>,
         path: Option<PathBuf>,
-        options: VsReadOptions,
+        options: ReaderOptions,
     ) -> Result<VsFile> {
         let attach = |e: Error| match &path {
             Some(p) => e.with_file(p),

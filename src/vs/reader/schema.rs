@@ -7,13 +7,13 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema};
 use base64::Engine;
 
-use super::{AppDataMode, VsReadOptions};
+use super::{AppDataMode, ReaderOptions};
 use crate::vs::codec::Meta;
 use crate::vs::mapping::*;
 use crate::vs::msgpack_json;
 
 /// The schema of §14.1.
-pub fn schema_for(meta: Option<&Meta>, options: &VsReadOptions) -> Schema {
+pub fn schema_for(meta: Option<&Meta>, options: &ReaderOptions) -> Schema {
     let exact = options.app_data == AppDataMode::Msgpack;
     let mut metadata = std::collections::HashMap::new();
     metadata.insert(META_VERSION.to_owned(), "0".to_owned());

@@ -9,7 +9,7 @@ use std::path::Path;
 use arrow_array::RecordBatchReader;
 
 use super::plan::Plan;
-use super::{arg, VsWriteOptions};
+use super::{arg, WriterOptions};
 use crate::atomic::AtomicFile;
 use crate::error::{Error, ErrorClass, Result};
 use crate::vs::codec::{self, Blocks, EofMode, Meta, VarintOrder};
@@ -78,7 +78,7 @@ pub struct AppendSummary {
 pub fn append(
     path: impl AsRef<Path>,
     reader: impl RecordBatchReader,
-    options: &VsWriteOptions,
+    options: &WriterOptions,
 ) -> Result<AppendSummary> {
     let path = path.as_ref();
     append_inner(path, reader, options).map_err(|e| e.with_file(path))
@@ -87,7 +87,7 @@ pub fn append(
 fn append_inner(
     path: &Path,
     reader: impl RecordBatchReader,
-    options: &VsWriteOptions,
+    options: &WriterOptions,
 ) -> Result<AppendSummary> {
     use std::os::unix::fs::FileExt;
     let locked = lock::open_locked(path, LockKind::Exclusive, options.lock)?;

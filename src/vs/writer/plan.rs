@@ -5,7 +5,7 @@
 use arrow_schema::{DataType, Field, Schema};
 use base64::Engine;
 
-use super::{arg, VsWriteOptions};
+use super::{arg, WriterOptions};
 use crate::error::{Error, ErrorClass, Result};
 use crate::vs::codec;
 use crate::vs::mapping::*;
@@ -55,7 +55,7 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn new(
         schema: &Schema,
-        options: &VsWriteOptions,
+        options: &WriterOptions,
         default_pack: Option<u8>,
     ) -> Result<Plan> {
         let md = schema.metadata();
