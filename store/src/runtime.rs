@@ -134,6 +134,34 @@ mod tests {
         assert_eq!(answer().unwrap(), 42);
     }
 
+    /// Dask's multiprocessing scheduler forks a process that already read: the child has the
+    /// parent's runtime without its threads, and must build its own instead of waiting forever.
+    #[cfg(unix)]
+    #[test]
+    fn a_forked_child_gets_a_runtime_of_its_own() {
+        assert_eq!(answer().unwrap(), 42);
+        // SAFETY: the child only runs `answer` and leaves by `_exit`; an alarm ends it if it
+        // hangs, which is the failure this test is about.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            unsafe { libc::alarm(20) };
+            let code = match answer() {
+                Ok(42) => 0,
+                _ => 1,
+            };
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child failed or hung (wait status {status})"
+        );
+        assert_eq!(answer().unwrap(), 42);
+    }
+
     #[test]
     fn a_panicking_request_is_an_error() {
         let error = run(async { panic!("boom") }).map(|()| ()).unwrap_err();
