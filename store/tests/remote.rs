@@ -215,6 +215,22 @@ fn s3_missing_objects_buckets_and_bad_settings_are_clear_errors_without_secrets(
     assert!(unknown.to_string().contains("\"aws_secret_acess_key\""), "{unknown}");
     assert_no_secret(&unknown);
 
+    // The same store for DataFusion to list through, one per bucket and settings.
+    let (store, path) = arrowsmith_store::object_store_for("s3://present/a", &options).unwrap();
+    assert_eq!(path.as_ref(), "a");
+    let (again, _) = arrowsmith_store::object_store_for("s3://present/other", &options).unwrap();
+    assert!(Arc::ptr_eq(&store, &again));
+    let mut other_options = options.clone();
+    other_options.set("timeout", "20s");
+    let (other, _) = arrowsmith_store::object_store_for("s3://present/a", &other_options).unwrap();
+    assert!(!Arc::ptr_eq(&store, &other));
+    let listed = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use futures_util::TryStreamExt;
+        store.list(Some(&path)).try_collect::<Vec<_>>().await.unwrap()
+    });
+    let names: Vec<&str> = listed.iter().map(|m| m.location.as_ref()).collect();
+    assert_eq!(names, ["a/b.bin"]);
+
     // Deleting: gone, and deleting again is no error.
     storage.delete("s3://present/a/b.bin", &options).unwrap();
     assert_eq!(entry(&storage, "s3://present/a/b.bin", &options), RemoteEntry::Missing);
