@@ -33,7 +33,8 @@ pub(crate) struct Target {
     /// The URL as messages name it: as given, without credentials.
     pub(crate) shown: String,
     pub(crate) redactor: Redactor,
-    /// Whether the store can list (a plain HTTP server cannot).
+    /// Whether the store can list and upload in parts (a plain HTTP server can do neither:
+    /// a write there is one PUT at the end).
     pub(crate) listable: bool,
 }
 
@@ -212,7 +213,9 @@ fn build(
 
 /// A build error, with its object_store text cleaned of credentials.
 fn configuration_error(error: Error, shown: &str, redactor: &Redactor) -> Error {
-    let detail = error.cause().map(|cause| redactor.clean(&cause.to_string()));
+    let detail = error
+        .cause()
+        .map(|cause| redactor.clean(&cause.to_string()));
     let message = match detail {
         Some(detail) => format!("{}: {detail}", error.message()),
         None => error.message().to_string(),

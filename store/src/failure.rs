@@ -79,8 +79,7 @@ pub(crate) fn changed_error(target: &Target) -> Error {
         "the object changed since it was opened (its ETag differs); read it again",
     )
     .with_file(target.shown.as_str())
-    .with_source(std::io::Error::new(
-        ErrorKind::Other,
+    .with_source(std::io::Error::other(
         "the object changed since it was opened",
     ))
 }

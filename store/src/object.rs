@@ -117,8 +117,7 @@ impl ByteSource for RemoteFile {
             let store = self.target.store.clone();
             let path = self.target.path.clone();
             let etag = self.etag.clone();
-            run(fetch_all(store, path, etag, requests.clone()))?
-                .map_err(|e| self.fetch_error(e))?
+            run(fetch_all(store, path, etag, requests.clone()))?.map_err(|e| self.fetch_error(e))?
         };
         let mut pieces = Vec::with_capacity(fetched.len());
         for (request, bytes) in requests.iter().zip(fetched) {

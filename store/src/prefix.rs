@@ -63,9 +63,7 @@ impl ObjectSource for RemoteDir {
         let (store, path) = (target.store.clone(), target.path.clone());
         match run(async move { store.head(&path).await })? {
             Ok(meta) => Ok(Some(Arc::new(RemoteFile::with_meta(
-                target,
-                meta.size,
-                meta.e_tag,
+                target, meta.size, meta.e_tag,
             )))),
             Err(e) if is_missing(&e) => Ok(None),
             Err(e) => Err(remote_error(&target, "open the object", &e)),

@@ -122,7 +122,10 @@ mod tests {
     fn shown_urls_lose_credentials_and_keep_the_rest() {
         let cases = [
             ("s3://bucket/a/b.jay", "s3://bucket/a/b.jay"),
-            ("https://user:pw@host:8080/p/f.jay?sig=abc#x", "https://host:8080/p/f.jay"),
+            (
+                "https://user:pw@host:8080/p/f.jay?sig=abc#x",
+                "https://host:8080/p/f.jay",
+            ),
             ("http://token@host/f", "http://host/f"),
             (
                 "abfss://data@acct.dfs.core.windows.net/f.jay",
@@ -148,7 +151,10 @@ mod tests {
         for secret in ["TOPSECRET123", "S3CR3T", "u:p"] {
             assert!(!cleaned.contains(secret), "{cleaned}");
         }
-        assert!(cleaned.contains("https://acct.blob.core.windows.net/c/k)"), "{cleaned}");
+        assert!(
+            cleaned.contains("https://acct.blob.core.windows.net/c/k)"),
+            "{cleaned}"
+        );
         // The endpoint is no credential: it stays, to say where the request went.
         assert!(cleaned.contains("http://127.0.0.1:9000/b"), "{cleaned}");
     }

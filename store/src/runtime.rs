@@ -33,7 +33,9 @@ static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
 
 /// The state of this process, built afresh in a child that forked from the one that built it.
 fn with_process<T>(f: impl FnOnce(&mut Process) -> Result<T>) -> Result<T> {
-    let mut guard = PROCESS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = PROCESS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let pid = std::process::id();
     if guard.as_ref().is_none_or(|process| process.pid != pid) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -164,7 +166,7 @@ mod tests {
 
     #[test]
     fn a_panicking_request_is_an_error() {
-        let error = run(async { panic!("boom") }).map(|()| ()).unwrap_err();
+        let error = run(async { panic!("boom") }).unwrap_err();
         assert!(error.to_string().contains("panicked"), "{error}");
     }
 }

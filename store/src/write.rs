@@ -1,6 +1,7 @@
 //! A remote object written through `std::io::Write`: a multipart upload that completes only at
-//! `finish`, so no reader ever sees part of it. An object smaller than one part goes up in
-//! one PUT at `finish`, which is as atomic.
+//! `finish`, so no reader ever sees part of it. An object smaller than one part, or any object
+//! on a plain HTTP server (which has no multipart upload), goes up in one PUT at `finish`,
+//! which is as atomic.
 
 use std::io;
 
@@ -46,7 +47,8 @@ impl Upload {
             self.abort().await;
             return Err(e);
         }
-        self.parts.spawn(self.upload.put_part(PutPayload::from(part)));
+        self.parts
+            .spawn(self.upload.put_part(PutPayload::from(part)));
         Ok(self)
     }
 
@@ -96,9 +98,10 @@ impl RemoteWrite {
         }
     }
 
-    /// Sends every whole part the buffer holds.
+    /// Sends every whole part the buffer holds. A plain HTTP server takes no parts: its
+    /// object goes up in one PUT at `finish`.
     fn send_parts(&mut self) -> Result<()> {
-        while self.buffer.len() >= PART_SIZE {
+        while self.target.listable && self.buffer.len() >= PART_SIZE {
             let rest = self.buffer.split_off(PART_SIZE);
             let part = Bytes::from(std::mem::replace(&mut self.buffer, rest));
             let upload = match std::mem::replace(&mut self.state, State::Closed) {
@@ -157,7 +160,9 @@ impl ObjectWrite for RemoteWrite {
         let path = self.target.path.clone();
         let done = match std::mem::replace(&mut self.state, State::Closed) {
             State::Closed => return Err(self.closed()),
-            State::Buffering => run(async move { store.put(&path, rest.into()).await.map(|_| ()) })?,
+            State::Buffering => {
+                run(async move { store.put(&path, rest.into()).await.map(|_| ()) })?
+            }
             State::Uploading(upload) => run(async move {
                 let upload = if rest.is_empty() {
                     upload

@@ -12,8 +12,8 @@ use arrowsmith::source::{ByteSource, RemoteEntry, Storage, StorageOptions};
 use arrowsmith::{Error, ErrorClass};
 use arrowsmith_store::ObjectStoreStorage;
 use servers::{
-    azure_options, create_bucket, create_container, pending_uploads, put_public, s3_options,
-    Proxy, SECRET,
+    azure_options, create_bucket, create_container, pending_uploads, put_public, s3_options, Proxy,
+    SECRET,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -149,7 +149,10 @@ fn s3_an_object_changed_since_it_was_opened_is_an_error() {
     assert_no_secret(&error);
     // Opened again, it reads the new version.
     let again = storage.open_file(url, &options).unwrap();
-    assert_eq!(again.read_range(0..10).unwrap().as_slice(), &pattern(10_000, 4)[..10]);
+    assert_eq!(
+        again.read_range(0..10).unwrap().as_slice(),
+        &pattern(10_000, 4)[..10]
+    );
 }
 
 #[test]
@@ -186,7 +189,12 @@ fn s3_missing_objects_buckets_and_bad_settings_are_clear_errors_without_secrets(
     let listing = storage
         .stat("s3://absent-bucket/x.jay", &options)
         .unwrap_err();
-    assert!(listing.to_string().contains("the bucket (or container) does not exist"), "{listing}");
+    assert!(
+        listing
+            .to_string()
+            .contains("the bucket (or container) does not exist"),
+        "{listing}"
+    );
     assert_no_secret(&listing);
 
     // What is where.
@@ -194,9 +202,18 @@ fn s3_missing_objects_buckets_and_bad_settings_are_clear_errors_without_secrets(
         entry(&storage, "s3://present/a/b.bin", &options),
         RemoteEntry::Object { size: 5 }
     );
-    assert_eq!(entry(&storage, "s3://present/a", &options), RemoteEntry::Prefix);
-    assert_eq!(entry(&storage, "s3://present", &options), RemoteEntry::Prefix);
-    assert_eq!(entry(&storage, "s3://present/b", &options), RemoteEntry::Missing);
+    assert_eq!(
+        entry(&storage, "s3://present/a", &options),
+        RemoteEntry::Prefix
+    );
+    assert_eq!(
+        entry(&storage, "s3://present", &options),
+        RemoteEntry::Prefix
+    );
+    assert_eq!(
+        entry(&storage, "s3://present/b", &options),
+        RemoteEntry::Missing
+    );
 
     // A directory of objects: a missing key is None, not an error.
     let dir = storage.open_dir("s3://present/a", &options).unwrap();
@@ -212,7 +229,10 @@ fn s3_missing_objects_buckets_and_bad_settings_are_clear_errors_without_secrets(
     bad.set("aws_secret_acess_key", SECRET);
     let unknown = storage.open_file("s3://present/a/b.bin", &bad).unwrap_err();
     assert_eq!(unknown.class(), ErrorClass::InvalidArgument);
-    assert!(unknown.to_string().contains("\"aws_secret_acess_key\""), "{unknown}");
+    assert!(
+        unknown.to_string().contains("\"aws_secret_acess_key\""),
+        "{unknown}"
+    );
     assert_no_secret(&unknown);
 
     // The same store for DataFusion to list through, one per bucket and settings.
@@ -226,14 +246,21 @@ fn s3_missing_objects_buckets_and_bad_settings_are_clear_errors_without_secrets(
     assert!(!Arc::ptr_eq(&store, &other));
     let listed = tokio::runtime::Runtime::new().unwrap().block_on(async {
         use futures_util::TryStreamExt;
-        store.list(Some(&path)).try_collect::<Vec<_>>().await.unwrap()
+        store
+            .list(Some(&path))
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap()
     });
     let names: Vec<&str> = listed.iter().map(|m| m.location.as_ref()).collect();
     assert_eq!(names, ["a/b.bin"]);
 
     // Deleting: gone, and deleting again is no error.
     storage.delete("s3://present/a/b.bin", &options).unwrap();
-    assert_eq!(entry(&storage, "s3://present/a/b.bin", &options), RemoteEntry::Missing);
+    assert_eq!(
+        entry(&storage, "s3://present/a/b.bin", &options),
+        RemoteEntry::Missing
+    );
     storage.delete("s3://present/a/b.bin", &options).unwrap();
 }
 
@@ -267,9 +294,14 @@ fn s3_writes_appear_only_when_finished_and_abort_or_drop_leaves_nothing() {
     assert_eq!(object.read_all().unwrap().as_slice(), &bytes[..]);
 
     // Less than a part: one PUT at finish.
-    let mut small = storage.create_file("s3://writes/small.bin", &options).unwrap();
+    let mut small = storage
+        .create_file("s3://writes/small.bin", &options)
+        .unwrap();
     small.write_all(b"tiny").unwrap();
-    assert_eq!(entry(&storage, "s3://writes/small.bin", &options), RemoteEntry::Missing);
+    assert_eq!(
+        entry(&storage, "s3://writes/small.bin", &options),
+        RemoteEntry::Missing
+    );
     small.finish().unwrap();
     assert_eq!(
         entry(&storage, "s3://writes/small.bin", &options),
@@ -277,26 +309,43 @@ fn s3_writes_appear_only_when_finished_and_abort_or_drop_leaves_nothing() {
     );
 
     // Aborted, or dropped unfinished: no object, no upload left.
-    let mut aborted = storage.create_file("s3://writes/aborted.bin", &options).unwrap();
+    let mut aborted = storage
+        .create_file("s3://writes/aborted.bin", &options)
+        .unwrap();
     aborted.write_all(&bytes).unwrap();
     assert_eq!(pending_uploads(moto.port, "writes"), 1);
     aborted.abort().unwrap();
-    let mut dropped = storage.create_file("s3://writes/dropped.bin", &options).unwrap();
+    let mut dropped = storage
+        .create_file("s3://writes/dropped.bin", &options)
+        .unwrap();
     dropped.write_all(&bytes).unwrap();
     drop(dropped);
-    assert_eq!(listed(), vec!["big.bin".to_string(), "small.bin".to_string()]);
+    assert_eq!(
+        listed(),
+        vec!["big.bin".to_string(), "small.bin".to_string()]
+    );
     assert_eq!(pending_uploads(moto.port, "writes"), 0);
 
     // Overwritten: the old object stays whole until the new one is finished.
     let mut over = storage.create_file(url, &options).unwrap();
     over.write_all(&pattern(9 * MIB, 6)).unwrap();
     assert_eq!(
-        storage.open_file(url, &options).unwrap().read_all().unwrap().as_slice(),
+        storage
+            .open_file(url, &options)
+            .unwrap()
+            .read_all()
+            .unwrap()
+            .as_slice(),
         &bytes[..]
     );
     over.finish().unwrap();
     assert_eq!(
-        storage.open_file(url, &options).unwrap().read_range(0..100).unwrap().as_slice(),
+        storage
+            .open_file(url, &options)
+            .unwrap()
+            .read_range(0..100)
+            .unwrap()
+            .as_slice(),
         &pattern(9 * MIB, 6)[..100]
     );
 }
@@ -318,7 +367,10 @@ fn s3_server_stopped_in_the_middle_of_a_read_and_of_a_write() {
     proxy.cut_after(512 * 1024);
     let error = object.read_all().unwrap_err();
     let text = error.to_string();
-    assert!(text.starts_with(&format!("{url}: could not read the object")), "{text}");
+    assert!(
+        text.starts_with(&format!("{url}: could not read the object")),
+        "{text}"
+    );
     assert_eq!(error.class(), ErrorClass::Io);
     assert_no_secret(&error);
     // The server gone altogether.
@@ -334,7 +386,10 @@ fn s3_server_stopped_in_the_middle_of_a_read_and_of_a_write() {
     let mut writer = storage.create_file(target, &through).unwrap();
     writer.write_all(&pattern(9 * MIB, 8)).unwrap();
     proxy.cut();
-    let mut error = writer.write_all(&pattern(8 * MIB, 9)).err().map(Error::from);
+    let mut error = writer
+        .write_all(&pattern(8 * MIB, 9))
+        .err()
+        .map(Error::from);
     if error.is_none() {
         error = writer.finish().err();
     }
@@ -357,7 +412,10 @@ fn read_through_storage(port: u16) -> Vec<u8> {
     let storage = ObjectStoreStorage;
     let options = s3_options(port);
     let object = storage.open_file("s3://runtimes/x.bin", &options).unwrap();
-    object.read_ranges(&[0..4, 10_000..10_004]).unwrap().concat_bytes()
+    object
+        .read_ranges(&[0..4, 10_000..10_004])
+        .unwrap()
+        .concat_bytes()
 }
 
 trait Concat {
@@ -374,7 +432,12 @@ fn runtimes_fixture() -> Option<(servers::Server, Vec<u8>)> {
     let moto = servers::moto()?;
     create_bucket(moto.port, "runtimes");
     let bytes = pattern(20_000, 10);
-    write_object(&ObjectStoreStorage, "s3://runtimes/x.bin", &s3_options(moto.port), &bytes);
+    write_object(
+        &ObjectStoreStorage,
+        "s3://runtimes/x.bin",
+        &s3_options(moto.port),
+        &bytes,
+    );
     let mut want = bytes[0..4].to_vec();
     want.extend_from_slice(&bytes[10_000..10_004]);
     Some((moto, want))
@@ -382,7 +445,9 @@ fn runtimes_fixture() -> Option<(servers::Server, Vec<u8>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_from_a_multi_thread_runtime_worker_and_its_blocking_threads() {
-    let Some((moto, want)) = runtimes_fixture() else { return };
+    let Some((moto, want)) = runtimes_fixture() else {
+        return;
+    };
     assert_eq!(read_through_storage(moto.port), want);
     let port = moto.port;
     let blocking = tokio::task::spawn_blocking(move || read_through_storage(port));
@@ -398,7 +463,9 @@ async fn reads_from_a_multi_thread_runtime_worker_and_its_blocking_threads() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn reads_from_a_current_thread_runtime() {
-    let Some((moto, want)) = runtimes_fixture() else { return };
+    let Some((moto, want)) = runtimes_fixture() else {
+        return;
+    };
     assert_eq!(read_through_storage(moto.port), want);
 }
 
@@ -418,13 +485,28 @@ fn http_reads_a_public_object_and_cannot_list() {
     assert_eq!(object.size(), bytes.len() as u64);
     let ranges = [0..10, 50_000..60_000, 99_990..100_000];
     assert_eq!(read(&*object, &ranges), expected(&bytes, &ranges));
-    assert_eq!(entry(&storage, &url, &options), RemoteEntry::Object { size: 100_000 });
+    assert_eq!(
+        entry(&storage, &url, &options),
+        RemoteEntry::Object { size: 100_000 }
+    );
 
     let dir_url = format!("http://127.0.0.1:{}/public/dir", moto.port);
     let dir = storage.open_dir(&dir_url, &options).unwrap();
     assert_eq!(dir.list("").unwrap(), None);
     assert_eq!(dir.get("file.bin").unwrap().unwrap().as_slice(), &bytes[..]);
     assert!(dir.get("none.bin").unwrap().is_none());
+
+    // A write to a plain HTTP server is one PUT at finish (moto takes it unsigned).
+    let written = pattern(9 * MIB, 13);
+    let put_url = format!("http://127.0.0.1:{}/public/dir/put.bin", moto.port);
+    let mut writer = storage.create_file(&put_url, &options).unwrap();
+    writer.write_all(&written).unwrap();
+    assert_eq!(entry(&storage, &put_url, &options), RemoteEntry::Missing);
+    writer.finish().unwrap();
+    let back = storage
+        .open_file("s3://public/dir/put.bin", &s3_options(moto.port))
+        .unwrap();
+    assert_eq!(back.read_all().unwrap().as_slice(), &written[..]);
 
     // A password in the URL and a token in its query are in no message.
     let secret_url = format!(
@@ -470,7 +552,9 @@ fn a_jay_file_read_from_s3_equals_the_local_read() {
 
 #[test]
 fn azurite_reads_bounded_ranges_writes_lists_and_deletes() {
-    let Some(azurite) = servers::azurite() else { return };
+    let Some(azurite) = servers::azurite() else {
+        return;
+    };
     create_container(azurite.port, "data");
     let options = azure_options(azurite.port);
     let storage = ObjectStoreStorage;
@@ -488,7 +572,11 @@ fn azurite_reads_bounded_ranges_writes_lists_and_deletes() {
     let object = storage.open_file(url, &options).unwrap();
     assert_eq!(object.size(), bytes.len() as u64);
     let end = bytes.len() as u64;
-    let ranges = [0..8, (end - 8)..end, (3 * MIB as u64)..(3 * MIB as u64 + 5000)];
+    let ranges = [
+        0..8,
+        (end - 8)..end,
+        (3 * MIB as u64)..(3 * MIB as u64 + 5000),
+    ];
     assert_eq!(read(&*object, &ranges), expected(&bytes, &ranges));
 
     let dir = storage.open_dir("az://data/set", &options).unwrap();
@@ -501,10 +589,15 @@ fn azurite_reads_bounded_ranges_writes_lists_and_deletes() {
     // Replaced after opening: the ETag no longer matches.
     write_object(&storage, url, &options, b"replaced");
     let error = object.read_range(0..8).unwrap_err();
-    assert!(error.to_string().contains("changed since it was opened"), "{error}");
+    assert!(
+        error.to_string().contains("changed since it was opened"),
+        "{error}"
+    );
 
     // Aborted: nothing.
-    let mut aborted = storage.create_file("az://data/set/aborted.bin", &options).unwrap();
+    let mut aborted = storage
+        .create_file("az://data/set/aborted.bin", &options)
+        .unwrap();
     aborted.write_all(&bytes).unwrap();
     aborted.abort().unwrap();
     assert_eq!(
@@ -518,16 +611,25 @@ fn azurite_reads_bounded_ranges_writes_lists_and_deletes() {
 
 #[test]
 fn azurite_refuses_wrong_credentials_with_a_clear_error_without_the_secret() {
-    let Some(azurite) = servers::azurite() else { return };
+    let Some(azurite) = servers::azurite() else {
+        return;
+    };
     create_container(azurite.port, "locked");
     let storage = ObjectStoreStorage;
-    write_object(&storage, "az://locked/f.bin", &azure_options(azurite.port), b"x");
+    write_object(
+        &storage,
+        "az://locked/f.bin",
+        &azure_options(azurite.port),
+        b"x",
+    );
 
     use base64::Engine;
     let wrong_key = base64::engine::general_purpose::STANDARD.encode(SECRET);
     let mut options = azure_options(azurite.port);
     options.set("azure_storage_account_key", &wrong_key);
-    let error = storage.open_file("az://locked/f.bin", &options).unwrap_err();
+    let error = storage
+        .open_file("az://locked/f.bin", &options)
+        .unwrap_err();
     let text = error.to_string();
     assert!(text.starts_with("az://locked/f.bin: "), "{text}");
     assert!(text.contains("refused the credentials"), "{text}");

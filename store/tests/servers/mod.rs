@@ -106,7 +106,10 @@ impl Server {
             }
             thread::sleep(Duration::from_millis(100));
         }
-        unavailable(format!("{name} did not answer within 60 s: {}", server.log_text()))
+        unavailable(format!(
+            "{name} did not answer within 60 s: {}",
+            server.log_text()
+        ))
     }
 
     /// What the server has logged so far.
@@ -136,8 +139,15 @@ pub fn moto() -> Option<Server> {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target/venv/bin/python"));
     let port = free_port();
-    let args = ["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()]
-        .map(String::from);
+    let args = [
+        "-m",
+        "moto.server",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+    ]
+    .map(String::from);
     Server::start("moto (python -m moto.server)", &python, &args, port)
 }
 
@@ -196,7 +206,10 @@ pub fn http(
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| std::io::Error::other(format!("no status in {head:?}")))?;
     let mut body = response[head_end + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         body = unchunk(&body);
     }
     Ok((status, body))
