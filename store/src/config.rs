@@ -24,6 +24,11 @@ use crate::runtime::cached_store;
 const MAX_RETRIES: &str = "max_retries";
 const RETRY_TIMEOUT: &str = "retry_timeout";
 
+/// The schemes object_store recognises with the features this crate builds.
+const KNOWN_SCHEMES: [&str; 10] = [
+    "s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "http", "https",
+];
+
 /// What a URL resolves to.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
@@ -48,11 +53,19 @@ pub(crate) fn resolve(url: &str, options: &StorageOptions) -> Result<Target> {
     };
     check_keys(options).map_err(|e| e.with_file(shown.as_str()))?;
     let parsed = Url::parse(url).map_err(|e| invalid(format!("this is not a valid URL ({e})")))?;
-    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|_| {
-        invalid(format!(
-            "the scheme {:?} is not one of s3, gs, az, abfs, abfss, http, https and file",
-            parsed.scheme()
-        ))
+    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| {
+        if KNOWN_SCHEMES.contains(&parsed.scheme()) {
+            let detail = redactor.clean(&e.to_string());
+            invalid(format!(
+                "the path of this URL is not a valid object key ({detail})"
+            ))
+        } else {
+            invalid(format!(
+                "the scheme {:?} is not one of {}",
+                parsed.scheme(),
+                KNOWN_SCHEMES.join(", ")
+            ))
+        }
     })?;
     let store_url = store_url(&parsed, &scheme);
     let mut key = format!("{store_url}\n");
@@ -221,4 +234,86 @@ fn configuration_error(error: Error, shown: &str, redactor: &Redactor) -> Error 
         None => error.message().to_string(),
     };
     Error::new(error.class(), message).with_file(shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "very-secret-value-42";
+
+    fn error(url: &str, options: &StorageOptions) -> Error {
+        resolve(url, options).unwrap_err()
+    }
+
+    #[test]
+    fn bad_urls_and_settings_are_errors_naming_what_is_wrong() {
+        let none = StorageOptions::default();
+        let bad_scheme = error("ftp://host/file.jay", &none);
+        assert!(bad_scheme
+            .to_string()
+            .starts_with("ftp://host/file.jay: the scheme \"ftp\""));
+        let bad_path = error("s3://bucket/a//b.jay", &none);
+        assert!(
+            bad_path.to_string().contains("not a valid object key"),
+            "{bad_path}"
+        );
+        let not_url = error("s3:/nohost", &none);
+        assert_eq!(not_url.class(), ErrorClass::InvalidArgument);
+
+        let mut options = StorageOptions::default();
+        options.set("max_retries", "many");
+        let retries = error("s3://bucket/k", &options);
+        assert!(
+            retries.to_string().contains("\"max_retries\" is \"many\""),
+            "{retries}"
+        );
+        let mut options = StorageOptions::default();
+        options.set("retry_timeout", "soon");
+        assert!(error("s3://bucket/k", &options)
+            .to_string()
+            .contains("a duration"));
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_built_says_why_without_the_secret() {
+        let mut options = StorageOptions::default();
+        options.set("azure_storage_account_key", SECRET);
+        options.set("azure_storage_account_name", "account");
+        options.set("azure_storage_endpoint", &format!("not a url {SECRET}"));
+        let failed = error("az://container/key", &options);
+        assert_eq!(failed.class(), ErrorClass::InvalidArgument);
+        assert!(
+            failed.to_string().starts_with("az://container/key: "),
+            "{failed}"
+        );
+        assert!(!failed.to_string().contains(SECRET), "{failed}");
+        assert!(!format!("{failed:?}").contains(SECRET), "{failed:?}");
+    }
+
+    #[test]
+    fn keys_of_every_store_are_accepted_and_stores_are_shared() {
+        let mut options = StorageOptions::default();
+        for key in [
+            "aws_region",
+            "region",
+            "google_service_account",
+            "azure_storage_account_name",
+            "allow_http",
+            "timeout",
+            "max_retries",
+        ] {
+            options.set(key, if key == "max_retries" { "2" } else { "x" });
+        }
+        options.set("allow_http", "true");
+        options.set("timeout", "5s");
+        let first = resolve("s3://bucket/a.jay", &options).unwrap();
+        let second = resolve("s3://bucket/b/c.jay", &options).unwrap();
+        assert!(Arc::ptr_eq(&first.store, &second.store));
+        assert_eq!(second.path.as_ref(), "b/c.jay");
+        let other_bucket = resolve("s3://other/a.jay", &options).unwrap();
+        assert!(!Arc::ptr_eq(&first.store, &other_bucket.store));
+        let local = resolve("file:///tmp/x.jay", &StorageOptions::default()).unwrap();
+        assert_eq!(local.path.as_ref(), "tmp/x.jay");
+    }
 }
