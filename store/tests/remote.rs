@@ -639,3 +639,30 @@ fn azurite_refuses_wrong_credentials_with_a_clear_error_without_the_secret() {
     }
     assert_no_secret(&error);
 }
+
+#[test]
+fn file_urls_go_through_the_same_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = ObjectStoreStorage;
+    let options = StorageOptions::default();
+    let url = format!("file://{}/sub/object.bin", dir.path().display());
+    let bytes = pattern(9 * MIB + 3, 14);
+    let mut writer = storage.create_file(&url, &options).unwrap();
+    writer.write_all(&bytes).unwrap();
+    assert_eq!(entry(&storage, &url, &options), RemoteEntry::Missing);
+    writer.finish().unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("sub/object.bin")).unwrap(),
+        bytes
+    );
+
+    let object = storage.open_file(&url, &options).unwrap();
+    let ranges = [0..3, (5 * MIB as u64)..(5 * MIB as u64 + 10)];
+    assert_eq!(read(&*object, &ranges), expected(&bytes, &ranges));
+    let prefix = format!("file://{}/sub", dir.path().display());
+    assert_eq!(entry(&storage, &prefix, &options), RemoteEntry::Prefix);
+    storage.delete(&url, &options).unwrap();
+    assert_eq!(entry(&storage, &url, &options), RemoteEntry::Missing);
+    let missing = storage.open_file(&url, &options).unwrap_err();
+    assert_eq!(missing.io_kind(), Some(std::io::ErrorKind::NotFound));
+}
