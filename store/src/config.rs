@@ -29,8 +29,9 @@ const KNOWN_SCHEMES: [&str; 10] = [
     "s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "http", "https",
 ];
 
-/// What a URL resolves to.
-#[derive(Debug, Clone)]
+/// What a URL resolves to. Its `Debug` shows the URL only: a store's own `Debug` shows its
+/// configuration, credentials included (object_store prints an Azure key's bytes).
+#[derive(Clone)]
 pub(crate) struct Target {
     pub(crate) store: Arc<dyn ObjectStore>,
     /// The object (or prefix) in the store.
@@ -41,6 +42,12 @@ pub(crate) struct Target {
     /// Whether the store can list and upload in parts (a plain HTTP server can do neither:
     /// a write there is one PUT at the end).
     pub(crate) listable: bool,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target").field("url", &self.shown).finish()
+    }
 }
 
 /// Resolves `url` with `options`; an unknown key or a URL object_store does not recognise is

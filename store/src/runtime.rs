@@ -12,7 +12,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use arrowsmith::{Error, ErrorClass, Result};
 use object_store::ObjectStore;
@@ -22,43 +23,72 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 /// readers decode on needs its cores.
 const WORKER_THREADS: usize = 2;
 
-/// What belongs to one process: its runtime and the stores built in it, by cache key.
+/// What belongs to one process: its runtime and the stores built in it, by cache key. Each
+/// process has its own, locks included: a child that forked while one of its parent's threads
+/// held a lock would wait on that lock forever.
 struct Process {
     pid: u32,
-    runtime: Arc<Runtime>,
-    stores: HashMap<String, Arc<dyn ObjectStore>>,
+    runtime: Mutex<Option<Arc<Runtime>>>,
+    stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
 }
 
-static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
+/// This process's [`Process`], leaked: it lives as long as the process, and a child's parent
+/// state (whose runtime threads the child does not have) must never be dropped.
+static PROCESS: AtomicPtr<Process> = AtomicPtr::new(std::ptr::null_mut());
 
-/// The state of this process, built afresh in a child that forked from the one that built it.
-fn with_process<T>(f: impl FnOnce(&mut Process) -> Result<T>) -> Result<T> {
-    let mut guard = PROCESS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+/// The state of this process, made afresh (without taking any lock) in a child that forked.
+fn process() -> &'static Process {
     let pid = std::process::id();
-    if guard.as_ref().is_none_or(|process| process.pid != pid) {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(WORKER_THREADS)
-            .thread_name("arrowsmith-store")
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                Error::new(
-                    ErrorClass::Io,
-                    "could not start the runtime for remote storage",
-                )
-                .with_source(e)
-            })?;
-        let stale = guard.replace(Process {
-            pid,
-            runtime: Arc::new(runtime),
-            stores: HashMap::new(),
-        });
-        // The parent's runtime has no threads in this child: dropping it would wait on them.
-        std::mem::forget(stale);
+    let current = PROCESS.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in PROCESS came from `Box::into_raw` and is never freed.
+    if let Some(process) = unsafe { current.as_ref() } {
+        if process.pid == pid {
+            return process;
+        }
     }
-    f(guard.as_mut().expect("set above"))
+    let fresh = Box::into_raw(Box::new(Process {
+        pid,
+        runtime: Mutex::new(None),
+        stores: Mutex::new(HashMap::new()),
+    }));
+    match PROCESS.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just leaked above, never freed.
+        Ok(_) => unsafe { &*fresh },
+        Err(winner) => {
+            // Another thread made it first; ours was never shared.
+            // SAFETY: `fresh` came from `Box::into_raw` above and nobody else has it;
+            // `winner` came from `Box::into_raw` and is never freed.
+            drop(unsafe { Box::from_raw(fresh) });
+            unsafe { &*winner }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// This process's I/O runtime, started on first use.
+fn runtime() -> Result<Arc<Runtime>> {
+    let mut slot = lock(&process().runtime);
+    if let Some(runtime) = slot.as_ref() {
+        return Ok(Arc::clone(runtime));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name("arrowsmith-store")
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Error::new(
+                ErrorClass::Io,
+                "could not start the runtime for remote storage",
+            )
+            .with_source(e)
+        })?;
+    Ok(Arc::clone(slot.insert(Arc::new(runtime))))
 }
 
 /// The store cached under `key` in this process, built by `build` the first time.
@@ -66,17 +96,17 @@ pub(crate) fn cached_store(
     key: String,
     build: impl FnOnce() -> Result<Arc<dyn ObjectStore>>,
 ) -> Result<Arc<dyn ObjectStore>> {
-    with_process(|process| {
-        if let Some(store) = process.stores.get(&key) {
-            return Ok(Arc::clone(store));
-        }
-        // Built inside the runtime: a client binds its connection pool to the runtime it
-        // first runs on, and this is the one every request runs on.
-        let _entered = process.runtime.enter();
-        let store = build()?;
-        process.stores.insert(key, Arc::clone(&store));
-        Ok(store)
-    })
+    let runtime = runtime()?;
+    let mut stores = lock(&process().stores);
+    if let Some(store) = stores.get(&key) {
+        return Ok(Arc::clone(store));
+    }
+    // Built inside the runtime: a client binds its connection pool to the runtime it first
+    // runs on, and this is the one every request runs on.
+    let _entered = runtime.enter();
+    let store = build()?;
+    stores.insert(key, Arc::clone(&store));
+    Ok(store)
 }
 
 /// Runs `future` on the I/O runtime and waits for its output, from any thread: a plain one, a
@@ -86,7 +116,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let runtime = with_process(|process| Ok(Arc::clone(&process.runtime)))?;
+    let runtime = runtime()?;
     let (sender, receiver) = mpsc::sync_channel(1);
     runtime.spawn(async move {
         // The receiver waits until this is sent; it cannot be gone.
