@@ -320,6 +320,9 @@ fn a_writer_dropped_with_chunk_jobs_running_leaves_nothing_behind() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// A scan to compare, and what it is called in messages.
+type NamedScan<'a> = (&'a str, Box<dyn Fn() -> ReaderBuilder + 'a>);
+
 /// Every batch (or the error text where reading stops) of one reader of an opened dataset.
 fn scan_opened(
     info: &Result<Arc<DatasetInfo>, String>,
@@ -371,7 +374,7 @@ fn every_fixture_reads_the_same_through_an_object_source() {
             "{name}"
         );
         let last = l.columns.last().unwrap().name.clone();
-        let scans: [(&str, Box<dyn Fn() -> ReaderBuilder>); 5] = [
+        let scans: [NamedScan; 5] = [
             (
                 "whole",
                 Box::new(|| ReaderBuilder::new().with_batch_size(777)),
