@@ -7,7 +7,9 @@
 //! is assembled and consumed; memory stays bounded by the batch plus the read-ahead window
 //! (about two chunks per column at the default batch size). Without it, the chunks a batch needs
 //! are decoded in parallel when the batch is asked for. A batch lying inside one chunk shares
-//! the decoded bytes without a copy.
+//! the decoded bytes without a copy. Chunk files come from the dataset's
+//! [`ObjectSource`](crate::source::ObjectSource), a few to a batched request: only those of the
+//! projected columns that the scan's rows overlap.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
