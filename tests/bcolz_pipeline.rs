@@ -2,7 +2,9 @@
 //! decoded in the background) yields exactly what on-demand decoding yields, whatever the batch
 //! size, projection, limit or damage; the writer's background chunk jobs (encoding straight from
 //! Arrow buffers or from copies) write the same bytes however the input is split, durable or
-//! not, and neither side deadlocks inside a one-thread rayon pool.
+//! not, and neither side deadlocks inside a one-thread rayon pool. Read through an object
+//! source (as from object storage), every fixture reads as it does locally, and a fragment
+//! fetches only the chunk files of its rows and columns.
 
 mod common;
 
@@ -11,7 +13,8 @@ use std::sync::Arc;
 
 use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema};
-use arrowsmith::bcolz::{NullPolicy, ReaderBuilder, Writer, WriterOptions};
+use arrowsmith::bcolz::{self, DatasetInfo, NullPolicy, ReaderBuilder, Writer, WriterOptions};
+use arrowsmith::source::{CountingObjects, Counts, LocalDir};
 use common::data;
 
 /// Every batch (or the error text where reading stops) of one reader.
@@ -315,4 +318,248 @@ fn a_writer_dropped_with_chunk_jobs_running_leaves_nothing_behind() {
     }
     drop(w);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A scan to compare, and what it is called in messages.
+type NamedScan<'a> = (&'a str, Box<dyn Fn() -> ReaderBuilder + 'a>);
+
+/// Every batch (or the error text where reading stops) of one reader of an opened dataset.
+fn scan_opened(
+    info: &Result<Arc<DatasetInfo>, String>,
+    reader: ReaderBuilder,
+) -> Vec<Result<RecordBatch, String>> {
+    let info = match info {
+        Ok(info) => Arc::clone(info),
+        Err(e) => return vec![Err(e.clone())],
+    };
+    match reader.build_from_file(info) {
+        Err(e) => vec![Err(e.to_string())],
+        Ok(r) => r.map(|b| b.map_err(|e| e.to_string())).collect(),
+    }
+}
+
+/// The dataset at `path` opened through a counting [`ObjectSource`] over its directory, and
+/// the counts of what is fetched through it.
+fn open_counted(path: &Path) -> (Result<Arc<DatasetInfo>, String>, Arc<Counts>) {
+    let objects = CountingObjects::new(LocalDir::new(path));
+    let counts = objects.counts();
+    let info = bcolz::open_info_from(Arc::new(objects), None)
+        .map(Arc::new)
+        .map_err(|e| e.to_string());
+    (info, counts)
+}
+
+#[test]
+fn every_fixture_reads_the_same_through_an_object_source() {
+    let mut read = 0;
+    for entry in std::fs::read_dir(data("bcolz/datasets")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let local = bcolz::open_info(&path)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        let (remote, _) = open_counted(&path);
+        let (l, r) = match (&local, &remote) {
+            (Err(a), Err(b)) => {
+                assert_eq!(a, b, "{name}: the same error opening it");
+                continue;
+            }
+            (Ok(l), Ok(r)) => (l, r),
+            _ => panic!("{name}: local {local:?}, through objects {remote:?}"),
+        };
+        read += 1;
+        assert_eq!(
+            bcolz::schema_of(l, true),
+            bcolz::schema_of(r, true),
+            "{name}"
+        );
+        let last = l.columns.last().unwrap().name.clone();
+        let scans: [NamedScan; 5] = [
+            (
+                "whole",
+                Box::new(|| ReaderBuilder::new().with_batch_size(777)),
+            ),
+            (
+                "on demand",
+                Box::new(|| ReaderBuilder::new().with_read_ahead(0).with_batch_size(500)),
+            ),
+            (
+                "projection",
+                Box::new(|| ReaderBuilder::new().with_projection(vec![last.as_str()])),
+            ),
+            ("limit", Box::new(|| ReaderBuilder::new().with_limit(7))),
+            (
+                "salvage",
+                Box::new(|| ReaderBuilder::new().with_salvage(true).with_batch_size(300)),
+            ),
+        ];
+        for (what, builder) in &scans {
+            let want = scan_opened(&local, builder());
+            assert_eq!(scan_opened(&remote, builder()), want, "{name}, {what}");
+        }
+        let target = (l.nrows as usize / 3).max(1);
+        let spans = bcolz::fragments(l, target).unwrap();
+        let remote_spans = bcolz::fragments(r, target).unwrap();
+        assert_eq!(
+            spans.iter().map(|s| (s.range, s.rows)).collect::<Vec<_>>(),
+            remote_spans
+                .iter()
+                .map(|s| (s.range, s.rows))
+                .collect::<Vec<_>>(),
+            "{name}: the same fragments"
+        );
+        for span in &spans {
+            let builder = || ReaderBuilder::new().with_range(span.range);
+            let want = scan_opened(&local, builder());
+            assert_eq!(
+                scan_opened(&remote, builder()),
+                want,
+                "{name}, {:?}",
+                span.range
+            );
+        }
+    }
+    assert!(read >= 30, "only {read} fixtures read");
+}
+
+/// The bytes of the chunk files of `columns` that rows `start..end` overlap.
+fn chunk_bytes(info: &DatasetInfo, columns: &[usize], start: u64, end: u64) -> u64 {
+    columns
+        .iter()
+        .map(|&c| {
+            let col = &info.columns[c];
+            (start / col.chunklen..end.div_ceil(col.chunklen))
+                .map(|k| std::fs::metadata(col.chunk_path(k)).unwrap().len())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Reads every batch of `reader` and gives the rows.
+fn rows_of(info: &Result<Arc<DatasetInfo>, String>, reader: ReaderBuilder) -> usize {
+    scan_opened(info, reader)
+        .into_iter()
+        .map(|b| b.unwrap().num_rows())
+        .sum()
+}
+
+#[test]
+fn a_fragment_fetches_only_the_chunk_files_of_its_rows_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.bcolz");
+    write_in(
+        &path,
+        &mixed(300_000),
+        WriterOptions::default().with_expected_len(1000),
+        50_000,
+    );
+    let local = bcolz::open_info(&path).unwrap();
+    let all: Vec<usize> = (0..local.columns.len()).collect();
+    let whole = chunk_bytes(&local, &all, 0, local.nrows);
+    let slack = 64 << 10;
+    let spans = bcolz::fragments(&local, 50_000).unwrap();
+    assert!(spans.len() >= 4, "{} fragments", spans.len());
+    let name = local.columns.iter().position(|c| c.name == "name").unwrap();
+    for span in &spans {
+        let arrowsmith::FragmentRange::Rows { start, end } = span.range else {
+            panic!("{:?}", span.range)
+        };
+        for columns in [all.clone(), vec![name], vec![0]] {
+            let share = chunk_bytes(&local, &columns, start, end);
+            let bound = share + share / 4 + slack;
+            assert!(
+                whole > bound,
+                "the dataset ({whole} bytes) must be larger than a fragment's bound ({bound})"
+            );
+            // Opened afresh: the metadata objects count too.
+            let (info, counts) = open_counted(&path);
+            let opening = counts.bytes();
+            assert!(opening < slack, "opening fetched {opening} bytes");
+            assert_eq!(
+                counts.round_trips(),
+                2,
+                "the root's objects, then the columns'"
+            );
+            let reader = ReaderBuilder::new()
+                .with_range(span.range)
+                .with_projection(columns.clone())
+                .with_batch_size(7_000);
+            assert_eq!(rows_of(&info, reader), span.rows as usize);
+            let fetched = counts.bytes() - opening;
+            let what = format!("rows {start}..{end}, columns {columns:?}");
+            assert_eq!(
+                fetched, share,
+                "{what}: the chunk files it overlaps, each once"
+            );
+            assert!(
+                counts.bytes() <= bound,
+                "{what}: {} > {bound}",
+                counts.bytes()
+            );
+        }
+    }
+    // A one-column projection of the whole dataset fetches that column's chunk files; a
+    // limit, the chunks of its rows.
+    for (c, col) in local.columns.iter().enumerate() {
+        let (info, counts) = open_counted(&path);
+        let opening = counts.bytes();
+        let reader = ReaderBuilder::new().with_projection(vec![c]);
+        assert_eq!(rows_of(&info, reader), 300_000);
+        let column = chunk_bytes(&local, &[c], 0, local.nrows);
+        assert_eq!(counts.bytes() - opening, column, "column {:?}", col.name);
+        assert!(whole > column + column / 4 + slack);
+    }
+    let (info, counts) = open_counted(&path);
+    let opening = counts.bytes();
+    assert_eq!(rows_of(&info, ReaderBuilder::new().with_limit(10)), 10);
+    assert_eq!(counts.bytes() - opening, chunk_bytes(&local, &all, 0, 10));
+}
+
+#[test]
+fn a_missing_or_damaged_object_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.bcolz");
+    write_in(
+        &path,
+        &mixed(1000),
+        WriterOptions::default().with_chunklen(100),
+        1000,
+    );
+    let chunk = path.join("name/data/__3.blp");
+    std::fs::remove_file(&chunk).unwrap();
+    for ahead in [0, 2] {
+        let (info, _) = open_counted(&path);
+        let scan = scan_opened(&info, ReaderBuilder::new().with_read_ahead(ahead));
+        let err = scan.last().unwrap().as_ref().unwrap_err();
+        assert!(
+            err.contains("missing chunk file: it must hold rows 300..400"),
+            "{err}"
+        );
+        assert!(err.contains(&chunk.display().to_string()), "{err}");
+        // Salvage skips its rows in every column.
+        let salvaged = scan_opened(&info, ReaderBuilder::new().with_salvage(true));
+        let rows: usize = salvaged
+            .iter()
+            .map(|b| b.as_ref().unwrap().num_rows())
+            .sum();
+        assert_eq!(rows, 900);
+    }
+    std::fs::write(&chunk, b"blpk").unwrap();
+    let (info, _) = open_counted(&path);
+    let err = scan_opened(&info, ReaderBuilder::new())
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("at least 32 bytes"), "{err}");
+    assert!(err.contains(&chunk.display().to_string()), "{err}");
+    // A column's metadata object, and the whole dataset, missing.
+    let storage = path.join("raw/meta/storage");
+    std::fs::remove_file(&storage).unwrap();
+    let err = open_counted(&path).0.unwrap_err();
+    assert!(err.contains("missing file"), "{err}");
+    assert!(err.contains(&storage.display().to_string()), "{err}");
+    let nothing = dir.path().join("nothing");
+    let err = open_counted(&nothing).0.unwrap_err();
+    assert!(err.contains("not a bcolz directory"), "{err}");
+    assert!(err.contains(&nothing.display().to_string()), "{err}");
 }

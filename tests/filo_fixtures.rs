@@ -12,6 +12,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, PrimitiveArray, RecordBatchReader, StructArray};
 use arrow_buffer::NullBuffer;
 use arrowsmith::filo::{self, mapping, FiloType, Hint};
+use arrowsmith::source::{Counting, LocalFile};
 use common::data;
 use serde_json::Value;
 
@@ -258,8 +259,15 @@ fn every_fixture_reads_through_the_vector_reader_builder() {
         }
         let got = vector_column(reader, 2);
         assert_same_values(&f.name, &got, &want);
-        let from_bytes = builder.build_from_bytes(f.bytes.clone()).unwrap();
+        let from_bytes = builder.clone().build_from_bytes(f.bytes.clone()).unwrap();
         assert_same_values(&f.name, &vector_column(from_bytes, 2), &want);
+        // Through a byte source (as from object storage): one request for the whole vector.
+        let source = Counting::new(LocalFile::open(&path).unwrap());
+        let counts = source.counts();
+        let from_source = builder.open_source(Arc::new(source)).unwrap();
+        assert_same_values(&f.name, &vector_column(from_source, 2), &want);
+        assert_eq!(counts.round_trips(), 1, "{}", f.name);
+        assert_eq!(counts.bytes(), f.bytes.len() as u64, "{}", f.name);
         // The limit cuts; the scan options are the same as every other reader's.
         let scan = arrowsmith::ScanOptions {
             limit: Some(3),

@@ -1,5 +1,7 @@
 //! Filo sets (specs/filo.md section 14): the checked-in `data/filo/set.filo` built from golden
-//! vectors, written sets read back, projection, missing files, chunking and bad schemas.
+//! vectors, written sets read back, projection, missing files, chunking and bad schemas; sets
+//! read through an object source (as from object storage) as locally, a fragment fetching only
+//! its chunks of the projected columns.
 
 mod common;
 
@@ -12,6 +14,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::filo::{self, FiloType, Hint, ReaderBuilder, Writer, WriterOptions};
+use arrowsmith::source::{CountingObjects, Counts, LocalDir};
 use arrowsmith::{ErrorClass, Format, ReadOptions};
 use common::copy_dir;
 
@@ -421,4 +424,205 @@ fn the_fragments_of_one_opened_set_read_the_whole_set() {
         .unwrap();
     assert!(err.to_string().contains("f.filo"), "{err}");
     assert!(err.to_string().contains("4 chunks"), "{err}");
+}
+
+/// The set at `path` opened through a counting object source over its directory, and the
+/// counts of what is fetched through it.
+fn open_counted(path: &Path) -> (arrowsmith::Result<Arc<filo::SetInfo>>, Arc<Counts>) {
+    let objects = CountingObjects::new(LocalDir::new(path));
+    let counts = objects.counts();
+    (
+        filo::SetInfo::open_source(Arc::new(objects)).map(Arc::new),
+        counts,
+    )
+}
+
+/// A scan to compare, and what it is called in messages.
+type NamedScan<'a> = (&'a str, Box<dyn Fn() -> ReaderBuilder + 'a>);
+
+/// Every batch (or the error text where reading stops) of one reader of an opened set.
+fn scan_opened(
+    set: &Arc<filo::SetInfo>,
+    reader: ReaderBuilder,
+) -> Vec<Result<RecordBatch, String>> {
+    match reader.build_from_file(Arc::clone(set)) {
+        Err(e) => vec![Err(e.to_string())],
+        Ok(r) => r.map(|b| b.map_err(|e| e.to_string())).collect(),
+    }
+}
+
+#[test]
+fn every_set_reads_the_same_through_an_object_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = dir.path().join("w.filo");
+    let mut writer = Writer::try_new(
+        &written,
+        sample(2500).schema(),
+        WriterOptions::default().with_chunk_size(700),
+    )
+    .unwrap();
+    writer.write(&sample(2500)).unwrap();
+    writer.finish().unwrap();
+    for path in [set(), written] {
+        let local = Arc::new(filo::SetInfo::open(&path).unwrap());
+        let remote = open_counted(&path).0.unwrap();
+        assert_eq!(remote, local, "the same place, columns and chunks");
+        let last = local.columns.last().unwrap().name.clone();
+        let scans: [NamedScan; 5] = [
+            ("whole", Box::new(ReaderBuilder::new)),
+            (
+                "batches",
+                Box::new(|| ReaderBuilder::new().with_batch_size(3)),
+            ),
+            (
+                "projection",
+                Box::new(|| ReaderBuilder::new().with_projection(vec![last.as_str()])),
+            ),
+            ("limit", Box::new(|| ReaderBuilder::new().with_limit(7))),
+            (
+                "dictionaries",
+                Box::new(|| ReaderBuilder::new().with_dictionary_strings(true)),
+            ),
+        ];
+        for (what, builder) in &scans {
+            let want = scan_opened(&local, builder());
+            assert!(want.iter().all(Result::is_ok), "{path:?}, {what}");
+            assert_eq!(scan_opened(&remote, builder()), want, "{path:?}, {what}");
+        }
+        let spans = filo::fragments(&local, 1).unwrap();
+        let remote_spans = filo::fragments(&remote, 1).unwrap();
+        assert_eq!(
+            spans.iter().map(|s| (s.range, s.rows)).collect::<Vec<_>>(),
+            remote_spans
+                .iter()
+                .map(|s| (s.range, s.rows))
+                .collect::<Vec<_>>(),
+            "{path:?}: the same fragments"
+        );
+        assert!(spans.len() >= 2);
+        for span in &spans {
+            let builder = || ReaderBuilder::new().with_range(span.range);
+            let want = scan_opened(&local, builder());
+            assert_eq!(
+                scan_opened(&remote, builder()),
+                want,
+                "{path:?}, {:?}",
+                span.range
+            );
+        }
+    }
+}
+
+/// The bytes of the files of `columns` in chunks `chunks` (a missing file counts nothing).
+fn file_bytes(path: &Path, chunks: std::ops::Range<usize>, columns: &[usize]) -> u64 {
+    chunks
+        .flat_map(|k| columns.iter().map(move |&c| filo::column_file(path, k, c)))
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.filo");
+    let input = sample(24_000);
+    let mut writer = Writer::try_new(
+        &path,
+        input.schema(),
+        WriterOptions::default().with_chunk_size(1000),
+    )
+    .unwrap();
+    writer.write(&input).unwrap();
+    writer.finish().unwrap();
+    let schema_bytes = std::fs::metadata(path.join("schema.json")).unwrap().len();
+    let all = [0usize, 1, 2, 3];
+    let whole = file_bytes(&path, 0..24, &all);
+    let slack = 64 << 10;
+    let local = Arc::new(filo::SetInfo::open(&path).unwrap());
+    let spans = filo::fragments(&local, 2000).unwrap();
+    assert_eq!(spans.len(), 12);
+    for span in &spans {
+        let arrowsmith::FragmentRange::Chunks { start, end } = span.range else {
+            panic!("{:?}", span.range)
+        };
+        let chunks = start as usize..end as usize;
+        for columns in [all.to_vec(), vec![1], vec![2, 0]] {
+            let share = file_bytes(&path, chunks.clone(), &columns);
+            let bound = share + share / 4 + slack;
+            assert!(
+                whole > bound,
+                "the set ({whole}) is larger than the bound ({bound})"
+            );
+            let (set, counts) = open_counted(&path);
+            let set = set.unwrap();
+            assert_eq!(counts.bytes(), schema_bytes, "opening fetches schema.json");
+            let reader = ReaderBuilder::new()
+                .with_range(span.range)
+                .with_projection(columns.clone());
+            let rows: usize = scan_opened(&set, reader)
+                .into_iter()
+                .map(|b| b.unwrap().num_rows())
+                .sum();
+            assert_eq!(rows as u64, span.rows);
+            let what = format!("chunks {chunks:?}, columns {columns:?}");
+            assert_eq!(counts.bytes(), schema_bytes + share, "{what}");
+            assert!(counts.bytes() <= bound, "{what}");
+            // One request for schema.json, then one per chunk.
+            assert_eq!(counts.round_trips(), 1 + chunks.len() as u64, "{what}");
+        }
+    }
+    // A one-column projection of the whole set fetches that column's files.
+    for c in all {
+        let (set, counts) = open_counted(&path);
+        let reader = ReaderBuilder::new().with_projection(vec![c]);
+        let rows: usize = scan_opened(&set.unwrap(), reader)
+            .into_iter()
+            .map(|b| b.unwrap().num_rows())
+            .sum();
+        assert_eq!(rows, 24_000);
+        let column = file_bytes(&path, 0..24, &[c]);
+        assert_eq!(counts.bytes(), schema_bytes + column, "column {c}");
+        assert!(whole > column + column / 4 + slack, "column {c}");
+    }
+}
+
+#[test]
+fn missing_and_damaged_objects_through_an_object_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.filo");
+    copy_dir(&set(), &path);
+    // A missing column file is an all-NA chunk, as locally (the checked-in set has one).
+    let (opened, _) = open_counted(&path);
+    let opened = opened.unwrap();
+    let local = scan_opened(
+        &Arc::new(filo::SetInfo::open(&path).unwrap()),
+        ReaderBuilder::new(),
+    );
+    assert_eq!(scan_opened(&opened, ReaderBuilder::new()), local);
+    // A damaged one is an error naming the object.
+    let damaged = filo::column_file(&path, 1, 1);
+    std::fs::write(&damaged, [1u8, 2, 3]).unwrap();
+    let err = scan_opened(&opened, ReaderBuilder::new())
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains(&damaged.display().to_string()), "{err}");
+    // Salvage skips that chunk.
+    let salvaged = scan_opened(&opened, ReaderBuilder::new().with_salvage(true));
+    let rows: usize = salvaged
+        .iter()
+        .map(|b| b.as_ref().unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, 5);
+    // No schema.json: a missing file, named.
+    std::fs::remove_file(path.join("schema.json")).unwrap();
+    let err = open_counted(&path).0.unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Io, "{err}");
+    assert_eq!(err.io_kind(), Some(std::io::ErrorKind::NotFound), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&path.join("schema.json").display().to_string()),
+        "{err}"
+    );
 }

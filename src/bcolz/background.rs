@@ -3,24 +3,55 @@
 //! order and bounds how much is in flight.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 
 /// The result of a job running on the rayon pool.
 pub(super) struct Pending<T> {
     result: Receiver<T>,
 }
 
-/// Runs `job` on the rayon pool (first come, first served). A panic in the job is caught and
-/// shows as `None` from [`Pending::wait`], never as an abort of the process.
-pub(super) fn spawn<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pending<T> {
-    let (tx, rx) = mpsc::sync_channel(1);
+/// Runs `job` on the rayon pool (first come, first served) and sends its result into `tx`.
+/// A panic in the job is caught and drops `tx`, which its [`Pending`] shows as `None`, never
+/// as an abort of the process.
+pub(super) fn spawn_into<T: Send + 'static>(
+    tx: SyncSender<T>,
+    job: impl FnOnce() -> T + Send + 'static,
+) {
     rayon::spawn_fifo(move || {
         if let Ok(value) = catch_unwind(AssertUnwindSafe(job)) {
             // The receiver is gone when its reader or writer was dropped early: nothing to do.
             let _ = tx.send(value);
         }
     });
-    Pending { result: rx }
+}
+
+/// `n` results to come: the senders to hand to the work that produces them, and what waits
+/// for each.
+pub(super) fn channels<T>(n: usize) -> (Vec<SyncSender<T>>, Vec<Pending<T>>) {
+    (0..n)
+        .map(|_| {
+            let (tx, rx) = mpsc::sync_channel(1);
+            (tx, Pending { result: rx })
+        })
+        .unzip()
+}
+
+/// Runs `job` off the caller's thread: on the rayon pool when `on_pool` (work that computes or
+/// touches only local memory), else on a thread of its own (work that waits on the network
+/// and would hold a pool thread that decodes). A panic in it ends it, nothing more.
+pub(super) fn detach(on_pool: bool, job: impl FnOnce() + Send + 'static) {
+    let job = move || {
+        let _ = catch_unwind(AssertUnwindSafe(job));
+    };
+    if on_pool {
+        rayon::spawn_fifo(job);
+    } else {
+        // Without a thread to be had, the job is dropped with the senders it holds, and
+        // whoever waits on them gets `None` (an error), never a hang.
+        let _ = std::thread::Builder::new()
+            .name("arrowsmith-fetch".into())
+            .spawn(job);
+    }
 }
 
 impl<T> Pending<T> {

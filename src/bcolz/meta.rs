@@ -2,8 +2,8 @@
 //! steps 1–8 (chunk files are checked when they are read, step 9).
 
 use std::fs;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 use serde_json::Value;
@@ -12,6 +12,7 @@ use super::blosc::{self, ChunkHeader, Codec, Shuffle};
 use super::json::parse_lenient;
 use super::mapping::DType;
 use crate::error::{Error, ErrorClass, Result};
+use crate::source::{LocalDir, ObjectSource};
 
 /// carray (one column) or ctable (a directory of columns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +56,8 @@ impl Cparams {
 /// One carray: a bare carray, or a column of a ctable.
 #[derive(Debug, Clone)]
 pub struct CarrayInfo {
-    /// The carray's directory.
+    /// The carray's directory (for a dataset under an object-store prefix, that prefix's URL
+    /// joined with the column name: where its objects are, for messages).
     pub dir: PathBuf,
     /// The column name (the directory name in a ctable, `""` for a bare carray).
     pub name: String,
@@ -79,6 +81,11 @@ pub struct CarrayInfo {
     pub attrs_text: Option<String>,
     /// The parsed `__attrs__` (non-finite numbers read as null).
     pub attrs: Value,
+    /// The dataset's objects, which its chunk files are read from.
+    objects: Arc<dyn ObjectSource>,
+    /// The key of its directory under the dataset's root: `""` for a bare carray, `"NAME/"`
+    /// for a ctable column.
+    prefix: String,
 }
 
 impl CarrayInfo {
@@ -92,9 +99,14 @@ impl CarrayInfo {
         rows.div_ceil(self.chunklen)
     }
 
-    /// The file of chunk `k`: `data/__k.blp`.
+    /// The file of chunk `k`: `data/__k.blp` (where it is, for messages).
     pub fn chunk_path(&self, k: u64) -> PathBuf {
         self.dir.join("data").join(format!("__{k}.blp"))
+    }
+
+    /// The key of chunk `k`'s file under the dataset's root.
+    pub fn chunk_key(&self, k: u64) -> String {
+        format!("{}data/__{k}.blp", self.prefix)
     }
 
     /// The time zone of a datetime column, written by arrowsmith into `__attrs__`.
@@ -103,14 +115,25 @@ impl CarrayInfo {
     }
 
     /// Reads chunk `k` and returns its first `need_rows` rows (checked against the file, spec
-    /// B2 step 9). `own_rows` is the column's committed length.
-    /// The bytes are decompressed straight into an Arrow (64-byte aligned) buffer.
+    /// B2 step 9). The bytes are decompressed straight into an Arrow (64-byte aligned) buffer.
     pub fn read_chunk(&self, k: u64, need_rows: usize) -> Result<Buffer> {
+        let file = self
+            .objects
+            .get(&self.chunk_key(k))
+            .map_err(|e| e.with_file(self.chunk_path(k)))?;
+        self.decode_chunk(k, file, need_rows)
+    }
+
+    /// Decodes chunk `k` from its file's bytes (`None`: the file is missing) and returns its
+    /// first `need_rows` rows, every size checked against the bytes first.
+    pub fn decode_chunk(&self, k: u64, file: Option<Buffer>, need_rows: usize) -> Result<Buffer> {
         let path = self.chunk_path(k);
-        let (header, bytes) = self.read_chunk_file(k, &path)?;
+        let file = file.ok_or_else(|| self.missing_chunk(k))?;
+        let header = self.check_chunk_file(k, &file, file.len() as u64)?;
         let nbytes = header.nbytes as usize;
+        let compressed = &file[16..16 + header.cbytes as usize];
         let mut out =
-            blosc::decompress_to_buffer(&bytes[16..], nbytes).map_err(|e| blosc_error(e, &path))?;
+            blosc::decompress_to_buffer(compressed, nbytes).map_err(|e| blosc_error(e, &path))?;
         out.truncate(need_rows * self.atomsize);
         if out.len() != need_rows * self.atomsize {
             return Err(Error::new(
@@ -126,71 +149,61 @@ impl CarrayInfo {
         Ok(out.into())
     }
 
-    /// The Blosc header of chunk `k` (checked as a read checks it, without decompressing).
+    /// The Blosc header of chunk `k` (checked as a read checks it, without decompressing):
+    /// only the file's first 32 bytes are read.
     pub fn chunk_header(&self, k: u64) -> Result<ChunkHeader> {
         let path = self.chunk_path(k);
-        Ok(self.read_chunk_file(k, &path)?.0)
+        let object = self
+            .objects
+            .open(&self.chunk_key(k))
+            .map_err(|e| e.with_file(&path))?
+            .ok_or_else(|| self.missing_chunk(k))?;
+        let size = object.size();
+        let head = object
+            .read_range(0..size.min(32))
+            .map_err(|e| e.with_file(&path))?;
+        self.check_chunk_file(k, &head, size)
     }
 
-    /// Reads and checks a chunk file's `blpk` header and Blosc header; returns the header and
-    /// the whole file (`16 + cbytes` bytes, trailing bytes dropped).
-    pub fn read_chunk_file(&self, k: u64, path: &Path) -> Result<(ChunkHeader, Vec<u8>)> {
+    /// The error for chunk `k`'s file missing.
+    fn missing_chunk(&self, k: u64) -> Error {
+        let first = k * self.chunklen;
         let rows_here = self
             .chunklen
             .min(self.rows.saturating_sub(k * self.chunklen));
-        let first = k * self.chunklen;
-        let mut file = fs::File::open(path).map_err(|e| {
-            let msg = if e.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "missing chunk file: it must hold rows {first}..{}",
-                    first + rows_here
+        Error::new(
+            ErrorClass::Io,
+            format!(
+                "missing chunk file: it must hold rows {first}..{}",
+                first + rows_here
+            ),
+        )
+        .with_file(self.chunk_path(k))
+        .with_source(not_found())
+    }
+
+    /// Checks the `blpk` header and the Blosc header at the start of chunk `k`'s file of
+    /// `size` bytes (`head` holds at least its first 32 bytes, when it has them) and returns
+    /// the Blosc header.
+    fn check_chunk_file(&self, k: u64, head: &[u8], size: u64) -> Result<ChunkHeader> {
+        let path = self.chunk_path(k);
+        let head: &[u8; 32] = head
+            .get(..32)
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::TooSmall,
+                    format!(
+                        "a chunk file is at least 32 bytes (blpk + Blosc headers), this one has {size}"
+                    ),
                 )
-            } else {
-                e.to_string()
-            };
-            Error::new(ErrorClass::Io, msg)
-                .with_file(path)
-                .with_source(e)
-        })?;
-        let size = file
-            .metadata()
-            .map_err(|e| Error::from(e).with_file(path))?
-            .len();
-        if size < 32 {
-            return Err(Error::new(
-                ErrorClass::TooSmall,
-                format!(
-                    "a chunk file is at least 32 bytes (blpk + Blosc headers), this one has {size}"
-                ),
-            )
-            .with_file(path));
-        }
-        let mut head = [0u8; 32];
-        file.read_exact(&mut head)
-            .map_err(|e| Error::from(e).with_file(path))?;
-        check_blpk(&head).map_err(|e| e.with_file(path))?;
-        let header = blosc::parse_header(&head[16..]).map_err(|e| blosc_error(e, path))?;
+                .with_file(&path)
+            })?;
+        check_blpk(head).map_err(|e| e.with_file(&path))?;
+        let header = blosc::parse_header(&head[16..]).map_err(|e| blosc_error(e, &path))?;
         self.check_chunk_sizes(k, &header, size)
-            .map_err(|e| e.with_file(path))?;
-        let len = 16 + header.cbytes as usize;
-        let mut bytes = Vec::with_capacity(len);
-        bytes.extend_from_slice(&head);
-        // Read into the spare capacity (no zeroing); the size was checked against the file.
-        (&mut file)
-            .take((len - 32) as u64)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::from(e).with_file(path))?;
-        if bytes.len() != len {
-            return Err(Error::new(
-                ErrorClass::TooSmall,
-                format!(
-                    "the chunk file ended after {} of its {len} bytes",
-                    bytes.len()
-                ),
-            )
-            .with_file(path));
-        }
-        Ok((header, bytes))
+            .map_err(|e| e.with_file(&path))?;
+        Ok(header)
     }
 
     /// Checks a chunk's Blosc sizes against the rows it must hold (a full chunk, or the
@@ -273,6 +286,12 @@ fn check_blpk(head: &[u8; 32]) -> Result<()> {
     Ok(())
 }
 
+/// The cause of a missing-object error, so that it reads as a missing file wherever the I/O
+/// kind is looked at (Python's `FileNotFoundError`).
+fn not_found() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or object")
+}
+
 fn blosc_error(e: blosc::BloscError, path: &Path) -> Error {
     let class = if e.message.contains("does not include") {
         ErrorClass::Unsupported
@@ -289,7 +308,7 @@ fn blosc_error(e: blosc::BloscError, path: &Path) -> Error {
 /// An opened, checked bcolz dataset.
 #[derive(Debug, Clone)]
 pub struct DatasetInfo {
-    /// The dataset's directory.
+    /// The dataset's directory (for one under an object-store prefix, that prefix's URL).
     pub path: PathBuf,
     /// carray or ctable.
     pub kind: Kind,
@@ -299,7 +318,27 @@ pub struct DatasetInfo {
     pub columns: Vec<CarrayInfo>,
     /// Rows of the dataset: the first column's `shape[0]` for a ctable.
     pub nrows: u64,
+    /// Its files, as objects under its root: what its chunk files are read from.
+    objects: Arc<dyn ObjectSource>,
+    /// Whether it was opened from a local path (its chunk files' sizes are then a stat each).
+    local: bool,
 }
+
+impl DatasetInfo {
+    /// The objects under the dataset's root that its chunk files are read from.
+    pub fn objects(&self) -> &Arc<dyn ObjectSource> {
+        &self.objects
+    }
+
+    /// Whether it was opened from a local path rather than from an [`ObjectSource`].
+    pub(crate) fn is_local_path(&self) -> bool {
+        self.local
+    }
+}
+
+/// The metadata objects at a dataset's root, fetched together when it is opened: a ctable's
+/// `__rootdirs__`, the root `__attrs__`, and a carray's `meta/sizes` and `meta/storage`.
+const ROOT_KEYS: [&str; 4] = ["__rootdirs__", "__attrs__", "meta/sizes", "meta/storage"];
 
 /// Tells a bcolz directory's kind by its structure (spec B2), or `None`.
 pub fn detect_kind(path: &Path) -> Option<Kind> {
@@ -312,8 +351,7 @@ pub fn detect_kind(path: &Path) -> Option<Kind> {
     }
 }
 
-/// Opens and checks a bcolz directory. `only` limits the columns that are opened (by index
-/// into `__rootdirs__`); all names are still read.
+/// Opens and checks the bcolz directory at `path`.
 pub fn open(path: &Path, carray_name: Option<&str>) -> Result<DatasetInfo> {
     let md = fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;
     if !md.is_dir() {
@@ -323,29 +361,91 @@ pub fn open(path: &Path, carray_name: Option<&str>) -> Result<DatasetInfo> {
         )
         .with_file(path));
     }
-    match detect_kind(path) {
-        Some(Kind::Ctable) => open_ctable(path),
-        Some(Kind::Carray) => {
-            let name = match carray_name {
-                Some(n) => n.to_owned(),
-                None => directory_name(path),
-            };
-            let carray = open_carray(path, name)?;
-            let nrows = carray.rows;
-            Ok(DatasetInfo {
-                path: path.to_path_buf(),
-                kind: Kind::Carray,
-                attrs_text: carray.attrs_text.clone(),
-                columns: vec![carray],
-                nrows,
-            })
-        }
-        None => Err(Error::new(
-            ErrorClass::BadSignature,
-            "not a bcolz directory: it has neither __rootdirs__ (ctable) nor meta/ (carray)",
-        )
-        .with_file(path)),
+    let objects = Arc::new(LocalDir::new(path));
+    let name = || carray_name.map_or_else(|| directory_name(path), str::to_owned);
+    let mut info = open_objects(objects, path, name)?;
+    info.local = true;
+    Ok(info)
+}
+
+/// Opens and checks the bcolz dataset whose files are the objects under `objects` (an
+/// object-store prefix): its metadata objects are fetched by their computed keys, in two
+/// batched requests for a ctable (the root's, then every column's) and one for a carray.
+pub fn open_from(objects: Arc<dyn ObjectSource>, carray_name: Option<&str>) -> Result<DatasetInfo> {
+    let location = objects.location().trim_end_matches('/').to_owned();
+    let name = carray_name.map_or_else(
+        || match location.rsplit('/').next() {
+            Some(last) if !last.is_empty() => last.to_owned(),
+            _ => "values".to_owned(),
+        },
+        str::to_owned,
+    );
+    open_objects(objects, Path::new(&location), || name)
+}
+
+fn open_objects(
+    objects: Arc<dyn ObjectSource>,
+    root: &Path,
+    carray_name: impl FnOnce() -> String,
+) -> Result<DatasetInfo> {
+    let mut found = fetch_all(objects.as_ref(), root, &ROOT_KEYS)?.into_iter();
+    let mut next = || found.next().flatten();
+    let (rootdirs, attrs, sizes, storage) = (next(), next(), next(), next());
+    if let Some(rootdirs) = rootdirs {
+        return open_ctable(objects, root, rootdirs, attrs);
     }
+    if sizes.is_none() && storage.is_none() {
+        return Err(Error::new(
+            ErrorClass::BadSignature,
+            "not a bcolz directory: it has neither __rootdirs__ (ctable) nor meta/sizes and \
+             meta/storage (carray)",
+        )
+        .with_file(root));
+    }
+    let meta = CarrayMeta {
+        sizes,
+        storage,
+        attrs,
+    };
+    let carray = open_carray(
+        &objects,
+        root.to_path_buf(),
+        String::new(),
+        carray_name(),
+        meta,
+    )?;
+    let nrows = carray.rows;
+    Ok(DatasetInfo {
+        path: root.to_path_buf(),
+        kind: Kind::Carray,
+        attrs_text: carray.attrs_text.clone(),
+        columns: vec![carray],
+        nrows,
+        objects,
+        local: false,
+    })
+}
+
+/// The objects at `keys`, in one batched request (`None` for each missing one), checked to be
+/// one per key.
+fn fetch_all(
+    objects: &dyn ObjectSource,
+    root: &Path,
+    keys: &[&str],
+) -> Result<Vec<Option<Buffer>>> {
+    let got = objects.get_all(keys).map_err(|e| e.with_file(root))?;
+    if got.len() != keys.len() {
+        return Err(Error::new(
+            ErrorClass::Io,
+            format!(
+                "{} objects were asked for and {} came back",
+                keys.len(),
+                got.len()
+            ),
+        )
+        .with_file(root));
+    }
+    Ok(got)
 }
 
 /// The final component of the resolved path, or `values`.
@@ -359,47 +459,45 @@ fn directory_name(path: &Path) -> String {
         .to_owned()
 }
 
-fn read_text(path: &Path) -> Result<String> {
-    let bytes = fs::read(path).map_err(|e| {
-        let msg = if e.kind() == std::io::ErrorKind::NotFound {
-            "missing file".to_owned()
-        } else {
-            e.to_string()
-        };
-        Error::new(ErrorClass::Io, msg)
-            .with_file(path)
-            .with_source(e)
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
+/// The text of the JSON file at `path`, from its bytes (`None`: it is missing).
+fn json_text(bytes: Option<&Buffer>, path: &Path) -> Result<String> {
+    let bytes = bytes
+        .ok_or_else(|| {
+            Error::new(ErrorClass::Io, "missing file")
+                .with_file(path)
+                .with_source(not_found())
+        })?
+        .as_slice();
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
         Error::new(ErrorClass::InvalidUtf8, "the JSON file is not ASCII/UTF-8")
             .with_file(path)
             .at_offset(e.utf8_error().valid_up_to() as u64)
     })
 }
 
-fn read_json(path: &Path) -> Result<(String, Value)> {
-    let text = read_text(path)?;
+fn parse_json(bytes: Option<&Buffer>, path: &Path) -> Result<(String, Value)> {
+    let text = json_text(bytes, path)?;
     let value = parse_lenient(&text).map_err(|e| e.with_file(path))?;
     Ok((text.trim_end().to_owned(), value))
 }
 
-fn read_attrs(dir: &Path) -> Result<(Option<String>, Value)> {
-    let path = dir.join("__attrs__");
-    if !path.exists() {
+/// `__attrs__` at `path` from its bytes: absent is `{}`.
+fn parse_attrs(bytes: Option<&Buffer>, path: &Path) -> Result<(Option<String>, Value)> {
+    if bytes.is_none() {
         return Ok((None, Value::Object(Default::default())));
     }
-    let (text, value) = read_json(&path)?;
+    let (text, value) = parse_json(bytes, path)?;
     if !value.is_object() {
         return Err(
-            Error::new(ErrorClass::BadMeta, "__attrs__ must hold a JSON object").with_file(&path),
+            Error::new(ErrorClass::BadMeta, "__attrs__ must hold a JSON object").with_file(path),
         );
     }
     Ok((Some(text), value))
 }
 
-fn open_ctable(path: &Path) -> Result<DatasetInfo> {
-    let rootdirs = path.join("__rootdirs__");
-    let (_, value) = read_json(&rootdirs)?;
+/// The column names `__rootdirs__` lists, each checked to be a plain path component, once.
+fn column_names(rootdirs: &Buffer, path: &Path) -> Result<Vec<String>> {
+    let (_, value) = parse_json(Some(rootdirs), path)?;
     let names = value
         .get("names")
         .and_then(Value::as_array)
@@ -408,22 +506,22 @@ fn open_ctable(path: &Path) -> Result<DatasetInfo> {
                 ErrorClass::MissingField,
                 "__rootdirs__ must be an object with a \"names\" array",
             )
-            .with_file(&rootdirs)
+            .with_file(path)
             .with_field("names")
         })?;
     if names.is_empty() {
         return Err(
             Error::new(ErrorClass::BadMeta, "a ctable needs at least one column")
-                .with_file(&rootdirs)
+                .with_file(path)
                 .with_field("names"),
         );
     }
     let mut seen = std::collections::HashSet::new();
-    let mut columns = Vec::with_capacity(names.len());
+    let mut out = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
         let name = name.as_str().ok_or_else(|| {
             Error::new(ErrorClass::BadMeta, format!("names[{i}] is not a string"))
-                .with_file(&rootdirs)
+                .with_file(path)
                 .with_field("names")
         })?;
         if !is_plain_component(name) {
@@ -431,7 +529,7 @@ fn open_ctable(path: &Path) -> Result<DatasetInfo> {
                 ErrorClass::BadMeta,
                 format!("refusing column name {name:?}: it is not a single plain path component (path traversal)"),
             )
-            .with_file(&rootdirs)
+            .with_file(path)
             .with_field("names"));
         }
         if !seen.insert(name) {
@@ -439,19 +537,56 @@ fn open_ctable(path: &Path) -> Result<DatasetInfo> {
                 ErrorClass::BadMeta,
                 format!("column {name:?} is listed twice"),
             )
-            .with_file(&rootdirs)
+            .with_file(path)
             .with_field("names"));
         }
-        let dir = path.join(name);
-        if !dir.is_dir() {
+        out.push(name.to_owned());
+    }
+    Ok(out)
+}
+
+/// The per-column metadata objects of a ctable, in the order [`open_ctable`] asks for them.
+const COLUMN_KEYS: [&str; 3] = ["meta/sizes", "meta/storage", "__attrs__"];
+
+fn open_ctable(
+    objects: Arc<dyn ObjectSource>,
+    root: &Path,
+    rootdirs: Buffer,
+    attrs: Option<Buffer>,
+) -> Result<DatasetInfo> {
+    let names = column_names(&rootdirs, &root.join("__rootdirs__"))?;
+    let keys: Vec<String> = names
+        .iter()
+        .flat_map(|name| COLUMN_KEYS.iter().map(move |key| format!("{name}/{key}")))
+        .collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let mut found = fetch_all(objects.as_ref(), root, &keys)?.into_iter();
+    let mut columns = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let mut next = || found.next().flatten();
+        let meta = CarrayMeta {
+            sizes: next(),
+            storage: next(),
+            attrs: next(),
+        };
+        let dir = root.join(name);
+        if meta.sizes.is_none() && meta.storage.is_none() {
             return Err(Error::new(
                 ErrorClass::Io,
-                format!("column {name:?} is listed in __rootdirs__ but its directory is missing"),
+                format!(
+                    "column {name:?} is listed in __rootdirs__ but its directory is missing \
+                     (it has no meta/sizes or meta/storage)"
+                ),
             )
             .with_file(&dir)
-            .with_column(i, Some(name)));
+            .with_column(i, Some(name))
+            .with_source(not_found()));
         }
-        columns.push(open_carray(&dir, name.to_owned()).map_err(|e| e.with_column(i, Some(name)))?);
+        let prefix = format!("{name}/");
+        columns.push(
+            open_carray(&objects, dir, prefix, name.clone(), meta)
+                .map_err(|e| e.with_column(i, Some(name)))?,
+        );
     }
     let nrows = columns[0].rows;
     if let Some(short) = columns.iter().find(|c| c.rows < nrows) {
@@ -468,15 +603,17 @@ fn open_ctable(path: &Path) -> Result<DatasetInfo> {
                 lengths.join(", ")
             ),
         )
-        .with_file(path));
+        .with_file(root));
     }
-    let (attrs_text, _) = read_attrs(path)?;
+    let (attrs_text, _) = parse_attrs(attrs.as_ref(), &root.join("__attrs__"))?;
     Ok(DatasetInfo {
-        path: path.to_path_buf(),
+        path: root.to_path_buf(),
         kind: Kind::Ctable,
         attrs_text,
         columns,
         nrows,
+        objects,
+        local: false,
     })
 }
 
@@ -500,11 +637,24 @@ fn get_u64(value: &Value, key: &str, file: &Path) -> Result<u64> {
     })
 }
 
-fn open_carray(dir: &Path, name: String) -> Result<CarrayInfo> {
+/// The metadata objects of one carray (`None`: missing).
+struct CarrayMeta {
+    sizes: Option<Buffer>,
+    storage: Option<Buffer>,
+    attrs: Option<Buffer>,
+}
+
+fn open_carray(
+    objects: &Arc<dyn ObjectSource>,
+    dir: PathBuf,
+    prefix: String,
+    name: String,
+    meta: CarrayMeta,
+) -> Result<CarrayInfo> {
     let sizes_path = dir.join("meta").join("sizes");
     let storage_path = dir.join("meta").join("storage");
-    let (_, sizes) = read_json(&sizes_path)?;
-    let (_, storage) = read_json(&storage_path)?;
+    let (_, sizes) = parse_json(meta.sizes.as_ref(), &sizes_path)?;
+    let (_, storage) = parse_json(meta.storage.as_ref(), &storage_path)?;
     let shape = sizes
         .get("shape")
         .and_then(Value::as_array)
@@ -591,9 +741,9 @@ fn open_carray(dir: &Path, name: String) -> Result<CarrayInfo> {
     let _ = chunksize;
     shape[0].checked_mul(atomsize as u64).ok_or_else(too_big)?;
     let cparams = parse_cparams(&storage);
-    let (attrs_text, attrs) = read_attrs(dir)?;
+    let (attrs_text, attrs) = parse_attrs(meta.attrs.as_ref(), &dir.join("__attrs__"))?;
     Ok(CarrayInfo {
-        dir: dir.to_path_buf(),
+        dir,
         name,
         dtype,
         dtype_text,
@@ -605,6 +755,8 @@ fn open_carray(dir: &Path, name: String) -> Result<CarrayInfo> {
         expectedlen: storage.get("expectedlen").and_then(Value::as_u64),
         attrs_text,
         attrs,
+        objects: Arc::clone(objects),
+        prefix,
     })
 }
 

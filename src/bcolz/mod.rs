@@ -26,7 +26,8 @@ pub use writer::{default_chunklen, Compression, NullPolicy, Writer, WriterOption
 
 crate::write::record_batch_writer!(Writer, Appender);
 
-/// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]).
+/// Opens and checks a bcolz directory (metadata only; chunks are read by a [`Reader`]). The
+/// directory's files are read as the objects of a [`LocalDir`](crate::source::LocalDir).
 pub fn open_info(path: impl AsRef<std::path::Path>) -> crate::Result<DatasetInfo> {
     meta::open(path.as_ref(), None)
 }
@@ -38,4 +39,16 @@ pub fn open_info_with(
     carray_name: Option<&str>,
 ) -> crate::Result<DatasetInfo> {
     meta::open(path.as_ref(), carray_name)
+}
+
+/// Opens and checks the bcolz dataset whose files are the objects under `objects` (an
+/// object-store prefix, or a [`LocalDir`](crate::source::LocalDir)): its metadata objects are
+/// fetched by the keys the format fixes, without a listing, and a [`Reader`] of the opened
+/// dataset fetches only the chunk files of the columns and rows it reads. `carray_name` names
+/// the column of a carray (`None`: the last segment of the location).
+pub fn open_info_from(
+    objects: std::sync::Arc<dyn crate::source::ObjectSource>,
+    carray_name: Option<&str>,
+) -> crate::Result<DatasetInfo> {
+    meta::open_from(objects, carray_name)
 }

@@ -7,7 +7,9 @@
 //! is assembled and consumed; memory stays bounded by the batch plus the read-ahead window
 //! (about two chunks per column at the default batch size). Without it, the chunks a batch needs
 //! are decoded in parallel when the batch is asked for. A batch lying inside one chunk shares
-//! the decoded bytes without a copy.
+//! the decoded bytes without a copy. Chunk files come from the dataset's
+//! [`ObjectSource`](crate::source::ObjectSource), a few to a batched request: only those of the
+//! projected columns that the scan's rows overlap.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -161,15 +163,23 @@ impl ReaderBuilder {
 
 /// The fragments of a bcolz dataset: row ranges on the first column's chunk grid of about
 /// `target_rows` rows, so a fragment reads only its own chunks. Bytes are the sizes of those
-/// chunk files (a stat each, nothing read).
+/// chunk files (a stat each, nothing read) for a dataset opened from a local path; for one
+/// opened from an [`ObjectSource`](crate::source::ObjectSource), where a size would take a
+/// request per chunk, they are the rows' decoded size, an upper bound of what is fetched.
 pub fn fragments(info: &DatasetInfo, target_rows: usize) -> Result<Vec<FragmentSpan>> {
     let grid = info.columns.first().map_or(1, |c| c.chunklen.max(1));
+    let local = info.is_local_path();
     Ok(split_rows(info.nrows, target_rows, grid, |start, end| {
         info.columns
             .iter()
             .map(|c| {
                 let chunklen = c.chunklen.max(1);
-                (start / chunklen..end.div_ceil(chunklen))
+                let chunks = start / chunklen..end.div_ceil(chunklen);
+                if !local {
+                    let rows = (chunks.end * chunklen).min(info.nrows) - chunks.start * chunklen;
+                    return rows * c.atomsize as u64;
+                }
+                chunks
                     .filter_map(|k| std::fs::metadata(c.chunk_path(k)).ok())
                     .map(|m| m.len())
                     .sum::<u64>()
@@ -259,13 +269,13 @@ struct ChunkSource {
 }
 
 impl ChunkSource {
-    /// Reads, decompresses and converts chunk `k` (its committed rows only).
-    fn decode(&self, k: u64) -> Result<Decoded> {
+    /// Decompresses and converts chunk `k` (its committed rows only) from its file as fetched.
+    fn decode(&self, k: u64, file: Result<Option<Buffer>>) -> Result<Decoded> {
         let info = &self.info;
         let col = &info.columns[self.column];
         let rows = col.chunklen.min(info.nrows - k * col.chunklen) as usize;
-        let stored = col
-            .read_chunk(k, rows)
+        let stored = file
+            .and_then(|file| col.decode_chunk(k, file, rows))
             .map_err(|e| locate(e, info, self.column))?;
         let first_row = (k * col.chunklen) as usize;
         Ok(
@@ -323,8 +333,9 @@ impl Reader {
         self.end_row - self.first_row
     }
 
-    /// Queues every chunk of rows `..upto` that is not queued yet: with read-ahead on the rayon
-    /// pool (earliest rows first, across columns), else decoded here, in parallel.
+    /// Queues every chunk of rows `..upto` that is not queued yet: with read-ahead fetched
+    /// and decoded in the background (earliest rows first, across columns), else fetched and
+    /// decoded here, in parallel. Chunk files are fetched [`FETCH_BATCH`] to a request.
     fn queue_chunks(&mut self, upto: usize) -> Result<()> {
         let mut wanted: Vec<(u64, usize, u64)> = Vec::new();
         for (slot, &c) in self.columns.iter().enumerate() {
@@ -338,37 +349,53 @@ impl Reader {
         }
         if self.read_ahead > 0 {
             wanted.sort_unstable();
-            for (_, slot, k) in wanted {
-                let source = self.sources[slot].clone();
-                let job = background::spawn(move || source.decode(k));
-                self.chunks[slot].queue.push_back((k, Chunk::Decoding(job)));
+            for group in wanted.chunks(FETCH_BATCH) {
+                let (senders, pending) = background::channels(group.len());
+                let jobs: Vec<(ChunkSource, u64)> = group
+                    .iter()
+                    .map(|&(_, slot, k)| (self.sources[slot].clone(), k))
+                    .collect();
+                background::detach(self.info.is_local_path(), move || {
+                    let files = fetch_chunks(&jobs);
+                    for (((source, k), file), tx) in jobs.into_iter().zip(files).zip(senders) {
+                        background::spawn_into(tx, move || source.decode(k, file));
+                    }
+                });
+                for (&(_, slot, k), job) in group.iter().zip(pending) {
+                    self.chunks[slot].queue.push_back((k, Chunk::Decoding(job)));
+                }
             }
             return Ok(());
         }
-        let sources = &self.sources;
-        let decode = |&(_, slot, k): &(u64, usize, u64)| -> Result<(usize, u64, Decoded)> {
-            Ok((slot, k, sources[slot].decode(k)?))
+        let jobs: Vec<(ChunkSource, u64)> = wanted
+            .iter()
+            .map(|&(_, slot, k)| (self.sources[slot].clone(), k))
+            .collect();
+        let files: Vec<Result<Option<Buffer>>> =
+            jobs.chunks(FETCH_BATCH).flat_map(fetch_chunks).collect();
+        let decode = |((source, k), file): ((ChunkSource, u64), Result<Option<Buffer>>)| {
+            source.decode(k, file)
         };
         // Collected in order before the first error is taken, so that a damaged file reports
         // the same (earliest) chunk whichever thread finished first.
-        let decoded: Vec<Result<(usize, u64, Decoded)>> = if wanted.len() > 1 {
-            wanted.par_iter().map(decode).collect()
+        let decoded: Vec<Result<Decoded>> = if jobs.len() > 1 {
+            jobs.into_par_iter().zip(files).map(decode).collect()
         } else {
-            wanted.iter().map(decode).collect()
+            jobs.into_iter().zip(files).map(decode).collect()
         };
         if self.salvage.on {
             // Each chunk keeps its own outcome: a damaged one costs only its rows.
             for (&(_, slot, k), result) in wanted.iter().zip(decoded) {
                 let chunk = match result {
-                    Ok((_, _, chunk)) => Chunk::Ready(chunk),
+                    Ok(chunk) => Chunk::Ready(chunk),
                     Err(e) => Chunk::Failed(Some(e)),
                 };
                 self.chunks[slot].queue.push_back((k, chunk));
             }
             return Ok(());
         }
-        let decoded: Vec<(usize, u64, Decoded)> = decoded.into_iter().collect::<Result<_>>()?;
-        for (slot, k, chunk) in decoded {
+        let decoded: Vec<Decoded> = decoded.into_iter().collect::<Result<_>>()?;
+        for (&(_, slot, k), chunk) in wanted.iter().zip(decoded) {
             self.chunks[slot].queue.push_back((k, Chunk::Ready(chunk)));
         }
         Ok(())
@@ -563,6 +590,38 @@ impl RowRanges {
         }
         self.0.insert(start, end);
         new_rows
+    }
+}
+
+/// Chunk files fetched in one request at most: a read-ahead window's worth at the default
+/// batch size, bounded so that a huge batch of small chunks still fetches in pieces (each a
+/// job of its own, overlapping the others).
+const FETCH_BATCH: usize = 16;
+
+/// The files of the chunks `jobs` name, fetched in one batched request, each `Ok(None)` when
+/// missing. When the request fails as a whole, each file is fetched again on its own, so that
+/// each chunk gets its own outcome (salvage skips only the chunks that fail).
+fn fetch_chunks(jobs: &[(ChunkSource, u64)]) -> Vec<Result<Option<Buffer>>> {
+    let Some((first, _)) = jobs.first() else {
+        return Vec::new();
+    };
+    let info = &first.info;
+    fn column(source: &ChunkSource) -> &CarrayInfo {
+        &source.info.columns[source.column]
+    }
+    let keys: Vec<String> = jobs.iter().map(|(s, k)| column(s).chunk_key(*k)).collect();
+    let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    match info.objects().get_all(&key_refs) {
+        Ok(files) if files.len() == jobs.len() => files.into_iter().map(Ok).collect(),
+        _ => jobs
+            .iter()
+            .zip(&keys)
+            .map(|((source, k), key)| {
+                info.objects()
+                    .get(key)
+                    .map_err(|e| e.with_file(column(source).chunk_path(*k)))
+            })
+            .collect(),
     }
 }
 

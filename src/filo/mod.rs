@@ -38,8 +38,8 @@ pub use read_options::ReaderOptions;
 pub use reader::{fragments, Reader, ReaderBuilder};
 pub(crate) use set::DATASET;
 pub use set::{
-    chunk_dir, column_file, read_column_chunk, read_column_chunk_as, SetColumn, SetInfo,
-    DEFAULT_CHUNK_SIZE, SET_FORMAT,
+    chunk_dir, column_file, column_key, read_column_chunk, read_column_chunk_as, SetColumn,
+    SetInfo, DEFAULT_CHUNK_SIZE, SET_FORMAT,
 };
 pub use vector::{VectorReader, VectorReaderBuilder, VectorWriter, VECTOR_COLUMN};
 pub use writer::{Writer, WriterOptions};

@@ -8,23 +8,45 @@ use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 use rayon::prelude::*;
 
-use super::set::{column_file, read_column_chunk_as, SetInfo};
-use crate::error::{Error, Result};
+use super::set::{column_file, column_key, decode_column_chunk, SetInfo};
+use crate::error::{Error, ErrorClass, Result};
 use crate::salvage::{Salvage, SalvageReport, Skipped};
 use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 
 /// The fragments of an opened Filo set: runs of chunks of about `target_rows` rows, from
-/// `schema.json` alone; bytes are the sizes of the chunks' column files (a stat each).
+/// `schema.json` alone. Bytes are the sizes of the chunks' column files (a stat each) for a set
+/// opened from a local path; for one opened from an
+/// [`ObjectSource`](crate::source::ObjectSource), where a size would take a request per file,
+/// they are the rows' fixed-width size (a value per row; a bit per row for booleans, an offset
+/// for strings).
 pub fn fragments(set: &SetInfo, target_rows: usize) -> Result<Vec<FragmentSpan>> {
     let dir = set.dir();
+    let row_width: u64 = set
+        .columns
+        .iter()
+        .map(|c| {
+            let data_type = c.filo_type.arrow_type();
+            match data_type.primitive_width() {
+                Some(width) => width as u64,
+                None if data_type == DataType::Boolean => 1,
+                None => 4,
+            }
+        })
+        .sum();
+    let bytes = |k: usize, rows: usize| -> u64 {
+        if !set.is_local_path() {
+            return rows as u64 * row_width;
+        }
+        (0..set.columns.len())
+            .filter_map(|c| std::fs::metadata(column_file(dir, k, c)).ok())
+            .map(|m| m.len())
+            .sum()
+    };
     let units = set.chunks.iter().enumerate().map(|(k, &rows)| Unit {
         start: k as u64,
         end: k as u64 + 1,
         rows: rows as u64,
-        bytes: (0..set.columns.len())
-            .filter_map(|c| std::fs::metadata(column_file(dir, k, c)).ok())
-            .map(|m| m.len())
-            .sum(),
+        bytes: bytes(k, rows),
     });
     Ok(group_units(
         units,
@@ -150,15 +172,37 @@ impl Reader {
         &self.salvage.report
     }
 
+    /// Fetches the selected columns' files of chunk `index` in one batched request and
+    /// decodes them in parallel (a missing file is an all-NA column chunk).
     fn read_chunk(&self, index: usize) -> Result<RecordBatch> {
         let rows = self.set.chunks[index];
+        let keys: Vec<String> = self.columns.iter().map(|&c| column_key(index, c)).collect();
+        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let files = self
+            .set
+            .objects()
+            .get_all(&key_refs)
+            .map_err(|e| e.with_file(self.set.dir()))?;
+        if files.len() != keys.len() {
+            return Err(Error::new(
+                ErrorClass::Io,
+                format!(
+                    "{} objects were asked for and {} came back",
+                    keys.len(),
+                    files.len()
+                ),
+            )
+            .with_file(self.set.dir()));
+        }
         let arrays = self
             .columns
             .par_iter()
             .zip(self.schema.fields().par_iter())
-            .map(|(&c, field)| {
+            .zip(files.into_par_iter().zip(keys.par_iter()))
+            .map(|((&c, field), (file, key))| {
                 let column = &self.set.columns[c];
-                read_column_chunk_as(self.set.dir(), index, c, column, rows, field.data_type())
+                let path = self.set.dir().join(key);
+                decode_column_chunk(file, &path, c, column, rows, field.data_type())
             })
             .collect::<Result<Vec<_>>>()?;
         let options = RecordBatchOptions::new().with_row_count(Some(rows));

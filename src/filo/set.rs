@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef};
+use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,7 @@ use super::decode::{decode_rows_buffer, MAX_EMPTY_LEN};
 use super::mapping::{set_field, FiloType};
 use crate::atomic::DatasetKind;
 use crate::error::{Error, ErrorClass, Result};
+use crate::source::{LocalDir, ObjectSource};
 
 /// The `format` value of a Filo set's `schema.json`.
 pub const SET_FORMAT: &str = "arrowsmith-filo-set";
@@ -76,94 +78,93 @@ pub struct SetColumn {
     pub filo_type: FiloType,
 }
 
-/// An opened Filo set: its directory and what its `schema.json` says, validated. Open it once
+/// An opened Filo set: where it is and what its `schema.json` says, validated. Open it once
 /// and share it (`Arc<SetInfo>`) between [`fragments`](super::fragments) and the readers
 /// [`ReaderBuilder::build_from_file`](super::ReaderBuilder::build_from_file) builds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SetInfo {
     dir: PathBuf,
+    /// The set's files, as objects under its root: what the column chunks are read from.
+    objects: Arc<dyn ObjectSource>,
+    /// Whether it was opened from a local path (its files' sizes are then a stat each).
+    local: bool,
     /// The columns, in order.
     pub columns: Vec<SetColumn>,
     /// Rows of each chunk, in row order.
     pub chunks: Vec<usize>,
 }
 
+/// Two opened sets are equal when they are at the same place and say the same.
+impl PartialEq for SetInfo {
+    fn eq(&self, other: &SetInfo) -> bool {
+        self.dir == other.dir && self.columns == other.columns && self.chunks == other.chunks
+    }
+}
+
+impl Eq for SetInfo {}
+
+/// The key of a set's schema file under its root.
+const SCHEMA_KEY: &str = "schema.json";
+
 impl SetInfo {
-    /// Reads and checks `DIR/schema.json`.
+    /// Reads and checks `DIR/schema.json`; the set's files are then read as the objects of a
+    /// [`LocalDir`].
     pub fn open(dir: impl AsRef<Path>) -> Result<SetInfo> {
         let dir = dir.as_ref();
-        let path = dir.join("schema.json");
-        let text = std::fs::read(&path).map_err(|e| Error::from(e).with_file(&path))?;
-        let bad = |field: &str, message: String| {
-            Error::new(ErrorClass::BadMeta, message)
+        let mut set = SetInfo::open_at(Arc::new(LocalDir::new(dir)), dir)?;
+        set.local = true;
+        Ok(set)
+    }
+
+    /// Reads and checks the `schema.json` of the set whose files are the objects under
+    /// `objects` (an object-store prefix, or a [`LocalDir`]). A reader of the opened set
+    /// fetches only the column chunks of the columns and chunks it reads, by the keys the set's
+    /// layout fixes (no listing).
+    pub fn open_source(objects: Arc<dyn ObjectSource>) -> Result<SetInfo> {
+        let dir = PathBuf::from(objects.location().trim_end_matches('/'));
+        SetInfo::open_at(objects, &dir)
+    }
+
+    fn open_at(objects: Arc<dyn ObjectSource>, dir: &Path) -> Result<SetInfo> {
+        let path = dir.join(SCHEMA_KEY);
+        let text = objects
+            .get(SCHEMA_KEY)
+            .map_err(|e| e.with_file(&path))?
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Io,
+                    "missing file: a Filo set has a schema.json at its root",
+                )
                 .with_file(&path)
-                .with_field(field.to_string())
-        };
-        let raw: SchemaJson = serde_json::from_slice(&text)
-            .map_err(|e| bad("schema.json", format!("not a Filo set schema: {e}")))?;
-        if raw.format != SET_FORMAT {
-            return Err(bad(
-                "format",
-                format!("expected \"{SET_FORMAT}\", found {}", raw.format),
-            ));
-        }
-        if raw.version != 1 {
-            return Err(bad("version", format!("expected 1, found {}", raw.version)));
-        }
-        if raw.columns.is_empty() {
-            return Err(bad("columns", "a Filo set has at least one column".into()));
-        }
-        let mut seen = HashSet::new();
-        let mut columns = Vec::with_capacity(raw.columns.len());
-        for (i, c) in raw.columns.iter().enumerate() {
-            let field = format!("columns[{i}]");
-            if c.name.is_empty() {
-                return Err(bad(&field, "the column name is empty".into()));
-            }
-            if !seen.insert(c.name.as_str()) {
-                return Err(bad(
-                    &field,
-                    format!("column name {:?} appears twice", c.name),
-                ));
-            }
-            let filo_type = FiloType::SET_TYPES
-                .into_iter()
-                .find(|t| t.name() == c.filo_type)
-                .ok_or_else(|| {
-                    bad(
-                        &field,
-                        format!(
-                            "unknown filo_type {:?}: expected Int, Long, Double, Float, Boolean, \
-                             String, Timestamp or DateTime",
-                            c.filo_type
-                        ),
-                    )
-                })?;
-            columns.push(SetColumn {
-                name: c.name.clone(),
-                filo_type,
-            });
-        }
-        let mut chunks = Vec::with_capacity(raw.chunks.len());
-        for (i, c) in raw.chunks.iter().enumerate() {
-            if c.rows == 0 || c.rows > MAX_EMPTY_LEN as u64 {
-                return Err(bad(
-                    &format!("chunks[{i}].rows"),
-                    format!("{} is outside 1 … {MAX_EMPTY_LEN}", c.rows),
-                ));
-            }
-            chunks.push(c.rows as usize);
-        }
+                .with_source(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such file or object",
+                ))
+            })?;
+        let (columns, chunks) = parse_schema(&text, &path)?;
         Ok(SetInfo {
             dir: dir.to_path_buf(),
+            objects,
+            local: false,
             columns,
             chunks,
         })
     }
 
-    /// The set's directory, as it was given to [`SetInfo::open`].
+    /// The set's directory, as it was given to [`SetInfo::open`] (for a set opened by
+    /// [`SetInfo::open_source`], its objects' location): where it is, for messages.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The objects under the set's root that its column chunks are read from.
+    pub fn objects(&self) -> &Arc<dyn ObjectSource> {
+        &self.objects
+    }
+
+    /// Whether it was opened from a local path rather than from an [`ObjectSource`].
+    pub(crate) fn is_local_path(&self) -> bool {
+        self.local
     }
 
     /// Rows over all chunks.
@@ -182,6 +183,71 @@ impl SetInfo {
     }
 }
 
+/// The columns and chunk sizes a set's `schema.json` (at `path`, for messages) says, checked.
+fn parse_schema(text: &[u8], path: &Path) -> Result<(Vec<SetColumn>, Vec<usize>)> {
+    let bad = |field: &str, message: String| {
+        Error::new(ErrorClass::BadMeta, message)
+            .with_file(path)
+            .with_field(field.to_string())
+    };
+    let raw: SchemaJson = serde_json::from_slice(text)
+        .map_err(|e| bad("schema.json", format!("not a Filo set schema: {e}")))?;
+    if raw.format != SET_FORMAT {
+        return Err(bad(
+            "format",
+            format!("expected \"{SET_FORMAT}\", found {}", raw.format),
+        ));
+    }
+    if raw.version != 1 {
+        return Err(bad("version", format!("expected 1, found {}", raw.version)));
+    }
+    if raw.columns.is_empty() {
+        return Err(bad("columns", "a Filo set has at least one column".into()));
+    }
+    let mut seen = HashSet::new();
+    let mut columns = Vec::with_capacity(raw.columns.len());
+    for (i, c) in raw.columns.iter().enumerate() {
+        let field = format!("columns[{i}]");
+        if c.name.is_empty() {
+            return Err(bad(&field, "the column name is empty".into()));
+        }
+        if !seen.insert(c.name.as_str()) {
+            return Err(bad(
+                &field,
+                format!("column name {:?} appears twice", c.name),
+            ));
+        }
+        let filo_type = FiloType::SET_TYPES
+            .into_iter()
+            .find(|t| t.name() == c.filo_type)
+            .ok_or_else(|| {
+                bad(
+                    &field,
+                    format!(
+                        "unknown filo_type {:?}: expected Int, Long, Double, Float, Boolean, \
+                         String, Timestamp or DateTime",
+                        c.filo_type
+                    ),
+                )
+            })?;
+        columns.push(SetColumn {
+            name: c.name.clone(),
+            filo_type,
+        });
+    }
+    let mut chunks = Vec::with_capacity(raw.chunks.len());
+    for (i, c) in raw.chunks.iter().enumerate() {
+        if c.rows == 0 || c.rows > MAX_EMPTY_LEN as u64 {
+            return Err(bad(
+                &format!("chunks[{i}].rows"),
+                format!("{} is outside 1 … {MAX_EMPTY_LEN}", c.rows),
+            ));
+        }
+        chunks.push(c.rows as usize);
+    }
+    Ok((columns, chunks))
+}
+
 /// The directory of chunk `index`.
 pub fn chunk_dir(set: &Path, index: usize) -> PathBuf {
     set.join(format!("chunk-{index:05}"))
@@ -190,6 +256,11 @@ pub fn chunk_dir(set: &Path, index: usize) -> PathBuf {
 /// The file of column `column` in chunk `index`.
 pub fn column_file(set: &Path, index: usize, column: usize) -> PathBuf {
     chunk_dir(set, index).join(format!("{column}.bin"))
+}
+
+/// The key of column `column`'s file in chunk `index` under a set's root.
+pub fn column_key(index: usize, column: usize) -> String {
+    format!("chunk-{index:05}/{column}.bin")
 }
 
 /// Reads one column chunk; a missing file is an all-NA chunk.
@@ -218,14 +289,28 @@ pub fn read_column_chunk_as(
     // Mapped (when large enough to pay): plain numeric vectors are then sliced out of the
     // mapping without a copy (see `mapped::map_or_read` about files truncated meanwhile).
     let bytes = match crate::mapped::map_or_read(&path) {
-        Ok((bytes, _)) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(new_null_array(data_type, rows))
-        }
+        Ok((bytes, _)) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::from(e).with_file(&path)),
     };
+    decode_column_chunk(bytes, &path, column, column_info, rows, data_type)
+}
+
+/// Decodes one column chunk from its file's bytes (`None`: missing, an all-NA chunk) as
+/// `data_type`; `path` names the file in messages.
+pub(super) fn decode_column_chunk(
+    bytes: Option<Buffer>,
+    path: &Path,
+    column: usize,
+    column_info: &SetColumn,
+    rows: usize,
+    data_type: &DataType,
+) -> Result<ArrayRef> {
+    let Some(bytes) = bytes else {
+        return Ok(new_null_array(data_type, rows));
+    };
     decode_rows_buffer(&bytes, data_type, rows).map_err(|e| {
-        e.with_file(&path)
+        e.with_file(path)
             .with_column(column, Some(&column_info.name))
     })
 }

@@ -15,6 +15,7 @@ use super::writer::WriterOptions;
 use crate::atomic::{AtomicFile, StreamOutput, SINK_NAME};
 use crate::error::{Error, Result};
 use crate::scan::{FragmentRange, ScanOptions};
+use crate::source::{ByteSource, LocalFile};
 use crate::write::{BatchWriter, WriteSummary};
 
 /// The name of the one column of a bare vector read as a table.
@@ -48,11 +49,18 @@ impl VectorReaderBuilder {
     /// the mapped file without a copy.
     pub fn build(self, path: impl AsRef<Path>) -> Result<VectorReader> {
         let path = path.as_ref();
-        let filo_type = self.checked().map_err(|e| e.with_file(path))?;
-        let (bytes, _) =
-            crate::mapped::map_or_read(path).map_err(|e| Error::from(e).with_file(path))?;
+        self.checked().map_err(|e| e.with_file(path))?;
+        self.open_source(Arc::new(LocalFile::open(path)?))
+    }
+
+    /// Reads the vector whole from `source` (one request; a local file's bytes are its
+    /// mapping) and decodes it: a bare vector in object storage.
+    pub fn open_source(self, source: Arc<dyn ByteSource>) -> Result<VectorReader> {
+        let location = source.location();
+        let filo_type = self.checked().map_err(|e| e.with_file(location))?;
+        let bytes = source.read_all().map_err(|e| e.with_file(location))?;
         self.decode(&bytes, filo_type)
-            .map_err(|e| e.with_file(path))
+            .map_err(|e| e.with_file(location))
     }
 
     /// A reader of a vector's bytes already in memory (shared, not copied, where they are
