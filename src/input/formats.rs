@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::RecordBatchReader;
 
-use super::remote::{self, Origin};
+use super::remote::Origin;
 use super::OpenedFormat;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -48,12 +48,21 @@ pub(super) fn open(
             )?),
             options: options.bcolz.clone(),
         }),
-        (Format::Bcolz, Origin::Prefix(objects)) => return Err(remote::bcolz_not_yet(objects)),
+        (Format::Bcolz, Origin::Prefix(objects)) => Box::new(BcolzInput {
+            info: Arc::new(bcolz::open_info_from(
+                Arc::clone(objects),
+                options.bcolz.carray_name.as_deref(),
+            )?),
+            options: options.bcolz.clone(),
+        }),
         (Format::Filo, Origin::Local(path)) => Box::new(FiloSetInput {
             info: Arc::new(filo::SetInfo::open(path)?),
             options: options.filo,
         }),
-        (Format::Filo, Origin::Prefix(objects)) => return Err(remote::filo_not_yet(objects)),
+        (Format::Filo, Origin::Prefix(objects)) => Box::new(FiloSetInput {
+            info: Arc::new(filo::SetInfo::open_source(Arc::clone(objects))?),
+            options: options.filo,
+        }),
         (Format::FiloVector, _) => Box::new(FiloVectorInput::open(origin, options)?),
         (other, Origin::Local(path)) => Box::new(EcosystemInput::open(path, other)?),
         (other, _) => return Err(remote_ecosystem(other)),

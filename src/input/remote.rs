@@ -128,19 +128,3 @@ pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
     ))
     .with_file(path))
 }
-
-/// A bcolz dataset at a remote prefix: opened by `bcolz::open_info_from` once it exists.
-pub(crate) fn bcolz_not_yet(_objects: &Arc<dyn ObjectSource>) -> Error {
-    Error::unsupported(
-        "a bcolz dataset is not yet readable from remote storage; \
-         download the prefix and read the local directory",
-    )
-}
-
-/// A Filo set at a remote prefix: opened by `filo::SetInfo::open_source` once it exists.
-pub(crate) fn filo_not_yet(_objects: &Arc<dyn ObjectSource>) -> Error {
-    Error::unsupported(
-        "a Filo set is not yet readable from remote storage; \
-         download the prefix and read the local directory",
-    )
-}

@@ -399,28 +399,64 @@ fn an_input_through_a_url_is_recognised_and_shared_like_a_local_one() {
     assert_eq!(report.to_json()["structure"], local.to_json()["structure"]);
 }
 
-#[test]
-fn the_directory_formats_and_the_ecosystem_formats_refuse_a_url_clearly() {
+/// Reads the dataset `fixture` locally and through its prefix URL, whole and fragment by
+/// fragment: the same batches, and fragments of the same indexes and rows.
+fn same_dataset_through_url(fixture: &str, options: &ReadOptions) {
     storage();
-    for (url, says) in [
-        (
-            "test://data/filo/set.filo",
-            "a Filo set is not yet readable from remote storage",
-        ),
-        (
-            "test://data/bcolz/datasets/attrs_carray",
-            "a bcolz dataset is not yet readable from remote storage",
-        ),
-    ] {
-        let error = Input::open(url, &ReadOptions::default())
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains(says) && error.contains(url), "{error}");
-        let error = crate::inspect(url, &Default::default())
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains(says), "{error}");
+    let local = data_dir().join(fixture);
+    let url = format!("test://data/{fixture}");
+    let here = batches(crate::open(&local, options));
+    let there = batches(crate::open(&url, options));
+    match (&here, &there) {
+        (Ok(here), Ok(there)) => assert_eq!(here, there, "{fixture}"),
+        (Err(_), Err(e)) => assert!(e.to_string().contains(&url), "{fixture}: {e}"),
+        _ => panic!("{fixture}: locally {here:?}, through its URL {there:?}"),
     }
+    if here.is_err() {
+        return;
+    }
+    let listed_here = crate::fragments(&local, options, 3).unwrap();
+    let listed_there = crate::fragments(&url, options, 3).unwrap();
+    assert_eq!(listed_here.len(), listed_there.len(), "{fixture}");
+    let read = ReadOptions {
+        scan: options.scan.clone(),
+        ..Default::default()
+    };
+    for (h, t) in listed_here.iter().zip(&listed_there) {
+        assert_eq!(
+            (h.index, h.range, h.rows, h.format),
+            (t.index, t.range, t.rows, t.format),
+            "{fixture}"
+        );
+        let from_here = batches(crate::open_fragment(h, &read)).unwrap();
+        let from_there = batches(crate::open_fragment(t, &read)).unwrap();
+        assert_eq!(from_here, from_there, "{fixture} fragment {}", h.index);
+    }
+}
+
+#[test]
+fn every_bcolz_dataset_and_filo_set_reads_through_a_prefix_url_as_it_reads_locally() {
+    let mut count = 0;
+    for entry in std::fs::read_dir(data_dir().join("bcolz/datasets")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        same_dataset_through_url(&format!("bcolz/datasets/{name}"), &ReadOptions::default());
+        count += 1;
+    }
+    assert!(count > 20, "{count} datasets");
+    same_dataset_through_url("filo/set.filo", &ReadOptions::default());
+    let input = Input::open("test://data/filo/set.filo", &ReadOptions::default()).unwrap();
+    assert_eq!(input.format(), Format::Filo);
+    let input = Input::open(
+        "test://data/bcolz/datasets/ctable_zipline_like",
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(input.format(), Format::Bcolz);
+}
+
+#[test]
+fn a_missing_object_and_the_ecosystem_formats_refuse_a_url_clearly() {
+    storage();
     // A missing object, and a Parquet object.
     let error = Input::open("test://data/jay/nothing.jay", &ReadOptions::default()).unwrap_err();
     assert_eq!(
