@@ -592,3 +592,42 @@ fn a_remote_extent_that_disagrees_with_the_index_is_an_error_naming_the_file_and
     assert_eq!(err.offset(), Some(second.offset), "{err}");
     assert!(err.to_string().contains("index entry"), "{err}");
 }
+
+#[test]
+fn a_damaged_file_salvages_the_same_read_by_ranges() {
+    let src = data("dataseries/generated/basic-lz4.ds");
+    let bytes = std::fs::read(&src).unwrap();
+    let file = DsFile::open(&src, OpenOptions::default()).unwrap();
+    let extents: Vec<_> = file.extents_of("Test::Basic").unwrap().cloned().collect();
+    let dir = tempfile::tempdir().unwrap();
+    // Cut inside the third extent (trailer and index gone), and a flipped byte in the second.
+    let mut damaged = bytes[..extents[2].offset as usize + extents[2].len / 2].to_vec();
+    damaged[extents[1].offset as usize + extents[1].len - 8] ^= 0x5a;
+    let path = dir.path().join("damaged.ds");
+    std::fs::write(&path, &damaged).unwrap();
+    let lenient = OpenOptions {
+        lenient: true,
+        ..OpenOptions::default()
+    };
+    let read = |file: DsFile| {
+        let report = arrowsmith::SalvageReport::new();
+        let reader = ReaderBuilder::new()
+            .with_salvage(true)
+            .with_salvage_report(report.clone())
+            .build_from_file(Arc::new(file))
+            .unwrap();
+        let batch = collect(reader);
+        let skipped: Vec<_> = report
+            .take()
+            .iter()
+            .map(|s| (s.part.clone(), s.offset, s.rows, s.index))
+            .collect();
+        (batch, skipped)
+    };
+    let want = read(DsFile::open(&path, lenient).unwrap());
+    let (source, _) = counted(&path);
+    let got = read(DsFile::open_source(source, lenient).unwrap());
+    assert_eq!(got, want);
+    assert_eq!(want.0.num_rows(), extents[0].rows);
+    assert_eq!(want.1.len(), 3, "{:?}", want.1);
+}

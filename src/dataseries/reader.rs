@@ -488,7 +488,9 @@ impl Reader {
             .iter()
             .map(|w| w.entry.offset..w.entry.offset + w.entry.len as u64)
             .collect();
-        let buffers = file.read_ranges(&ranges)?;
+        // A failed request is said of the first extent it asked for.
+        let first = ranges.first().map_or(0, |r| r.start);
+        let buffers = file.read_ranges(&ranges).map_err(|e| e.at_offset(first))?;
         for (w, bytes) in window.into_iter().zip(buffers) {
             let header = match w.header {
                 Some(h) => h,
