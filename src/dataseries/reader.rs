@@ -280,6 +280,7 @@ pub struct TypedFile {
 impl TypedFile {
     /// `file` read as the extent type `type_name`, or as its one type that holds data when
     /// `None` (see [`choose_type`]).
+    ///
     /// Reads the file's extent headers, for the row counts (one batched read, when the open
     /// did not read them).
     pub fn new(file: Arc<DsFile>, type_name: Option<&str>) -> Result<TypedFile> {
