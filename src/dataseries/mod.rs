@@ -17,7 +17,7 @@ mod writer;
 pub use byte_order::ByteOrder;
 pub use codec::Mode;
 pub use extent::{Checks, ExtentHeader};
-pub use file::{DsFile, OpenOptions};
+pub use file::{DsFile, ExtentEntry, OpenOptions};
 pub use mapping::Utf8Fields;
 pub use reader::{choose_type, fragments, DsReadOptions, Reader, ReaderBuilder, TypedFile};
 pub use types::{ExtentType, Kind};
