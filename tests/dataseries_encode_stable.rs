@@ -235,7 +235,8 @@ fn multi_extent_files_keep_their_bytes() {
         // The case must reach what it is meant to: many extents, all rows readable.
         let extents = DsFile::open(&path, Default::default())
             .unwrap()
-            .extents
+            .extents()
+            .unwrap()
             .len();
         assert!(extents > 20, "{}: {extents} extents", case.name);
         let read: usize = ReaderBuilder::new()

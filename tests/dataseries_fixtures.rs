@@ -7,22 +7,30 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
-use arrowsmith::dataseries::{DsFile, OpenOptions, ReaderBuilder};
-use arrowsmith::Error;
+use std::sync::Arc;
+
+use arrow_array::RecordBatchReader;
+use arrowsmith::dataseries::{
+    fragments, DsFile, Mode, OpenOptions, ReaderBuilder, TypedFile, Writer, WriterOptions,
+};
+use arrowsmith::source::{ByteSource, Counting, LocalFile};
+use arrowsmith::{Error, FragmentRange};
 use common::{data, ds2txt};
 use serde_json::Value;
 
+/// The shared fixtures beside the checkout (or beside the directory of its worktrees).
 fn upstream() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/dataseries/upstream");
-    if p.is_dir() {
-        Some(p)
-    } else {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let candidates =
+        ["..", "../.."].map(|up| root.join(up).join("shared/fixtures/dataseries/upstream"));
+    let found = candidates.iter().find(|p| p.is_dir()).cloned();
+    if found.is_none() {
         eprintln!(
             "SKIPPED: upstream DataSeries sample files not found at {} (they are read from the shared fixtures, never copied)",
-            p.display()
+            candidates[0].display()
         );
-        None
     }
+    found
 }
 
 fn read_type(path: &Path, name: &str) -> Vec<RecordBatch> {
@@ -107,11 +115,11 @@ fn every_fixture_matches_its_manifest_and_ds2txt_text() {
                 "{rel} {name}"
             );
             assert_eq!(
-                file.rows_of(name),
+                file.rows_of(name).unwrap(),
                 info["rows"].as_u64().unwrap(),
                 "{rel} {name}"
             );
-            let extents: Vec<_> = file.extents_of(name).collect();
+            let extents: Vec<_> = file.extents_of(name).unwrap().collect();
             assert_eq!(
                 extents.len() as u64,
                 info["extents"].as_u64().unwrap(),
@@ -259,8 +267,12 @@ fn upstream_files_read_with_every_check_and_their_counts() {
         let path = up.join(file);
         let ds = DsFile::open(&path, OpenOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         for (name, rows, extents) in *types {
-            assert_eq!(ds.rows_of(name), *rows, "{file} {name}");
-            assert_eq!(ds.extents_of(name).count(), *extents, "{file} {name}");
+            assert_eq!(ds.rows_of(name).unwrap(), *rows, "{file} {name}");
+            assert_eq!(
+                ds.extents_of(name).unwrap().count(),
+                *extents,
+                "{file} {name}"
+            );
             let got: usize = read_type(&path, name).iter().map(|b| b.num_rows()).sum();
             assert_eq!(got as u64, *rows, "{file} {name}");
         }
@@ -336,4 +348,286 @@ fn upstream_damaged_files_fail_with_the_right_check() {
         .unwrap();
     let rows: usize = r.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rows, 19_684);
+}
+
+/// Every held fixture, and the upstream samples when present (the damaged ones aside).
+fn every_fixture() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    let mut dirs = vec![data("dataseries/generated"), data("dataseries/bigendian")];
+    dirs.extend(upstream());
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let ds = name.ends_with(".ds") || name.contains(".ds-");
+            if ds && !name.starts_with("corrupt") && !name.ends_with(".txt") {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    paths
+}
+
+/// A source that reads like a remote object (counted sources are not local), with its counts.
+fn counted(path: &Path) -> (Arc<dyn ByteSource>, Arc<arrowsmith::source::Counts>) {
+    let source = Counting::new(LocalFile::open(path).unwrap());
+    let counts = source.counts();
+    (Arc::new(source), counts)
+}
+
+fn collect(reader: impl RecordBatchReader) -> RecordBatch {
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    arrow::compute::concat_batches(&schema, &batches).unwrap()
+}
+
+#[test]
+fn every_fixture_read_by_ranges_equals_its_local_read() {
+    let mut compared = 0;
+    for path in every_fixture() {
+        let at = path.display().to_string();
+        let local = Arc::new(DsFile::open(&path, OpenOptions::default()).unwrap());
+        let (source, counts) = counted(&path);
+        let remote = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
+        assert!(counts.round_trips() <= 2, "{at}: open took {:?}", counts);
+        assert_eq!(remote.entries(), local.entries(), "{at}");
+        for t in local.candidate_types() {
+            let name = t.name.as_str();
+            let read = |file: &Arc<DsFile>, builder: ReaderBuilder| {
+                collect(
+                    builder
+                        .with_type(name)
+                        .build_from_file(Arc::clone(file))
+                        .unwrap(),
+                )
+            };
+            let both = |builder: ReaderBuilder, what: &str| {
+                let want = read(&local, builder.clone());
+                let got = read(&remote, builder);
+                assert_eq!(got, want, "{at}: {name}: {what}");
+                want.num_rows()
+            };
+            let rows = both(ReaderBuilder::new(), "whole");
+            let last = t.visible.len().saturating_sub(1);
+            if !t.visible.is_empty() {
+                let column = t.fields[t.visible[last]].name.clone();
+                both(
+                    ReaderBuilder::new().with_projection(vec![column]),
+                    "projection",
+                );
+            }
+            both(ReaderBuilder::new().with_limit(rows / 2 + 1), "limit");
+            let typed = TypedFile::new(Arc::clone(&local), Some(name)).unwrap();
+            let remote_typed = TypedFile::new(Arc::clone(&remote), Some(name)).unwrap();
+            assert_eq!(remote_typed.rows(), typed.rows(), "{at}: {name}");
+            let spans = fragments(&typed, rows / 3 + 1).unwrap();
+            assert_eq!(
+                fragments(&remote_typed, rows / 3 + 1).unwrap(),
+                spans,
+                "{at}: {name}"
+            );
+            for (i, span) in spans.iter().enumerate() {
+                let got = both(ReaderBuilder::new().with_range(span.range), "fragment");
+                assert_eq!(got as u64, span.rows, "{at}: {name}: fragment {i}");
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 20, "{compared} types compared");
+}
+
+/// A multi-extent file (256 KiB extents stored uncompressed, about 4.6 MiB) written to `dir`.
+fn several_extents(dir: &Path) -> PathBuf {
+    let rows = 300_000i64;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("id", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("value", arrow_schema::DataType::Float64, false),
+    ]));
+    let ids = arrow_array::Int64Array::from_iter_values(0..rows);
+    let values = arrow_array::Float64Array::from_iter_values((0..rows).map(|i| i as f64 * 0.5));
+    let batch =
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(values)]).unwrap();
+    let path = dir.join("several.ds");
+    let options = WriterOptions::default()
+        .with_modes([Mode::None])
+        .with_extent_size(256 << 10);
+    let mut w = Writer::try_new(&path, schema, options).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    path
+}
+
+#[test]
+fn a_fragment_read_by_ranges_fetches_its_extents_and_little_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = vec![several_extents(dir.path())];
+    if let Some(up) = upstream() {
+        paths.extend(
+            [
+                "complex.ds-littleend",
+                "nfs-2.set-1.20k.ds",
+                "lsb.acct.2007-01-01-p1.ds",
+            ]
+            .map(|f| up.join(f)),
+        );
+    }
+    let mut checked = 0;
+    for path in paths {
+        let at = path.display().to_string();
+        let size = std::fs::metadata(&path).unwrap().len();
+        // The planner: types, extent headers and fragments.
+        let (source, counts) = counted(&path);
+        let planned = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
+        assert!(counts.round_trips() <= 2, "{at}: open took {counts:?}");
+        assert!(
+            counts.bytes() < size,
+            "{at}: open read the whole file: {counts:?}"
+        );
+        eprintln!("FIGURES {at}: {size} bytes; open {counts:?}");
+        for t in planned.candidate_types() {
+            let name = t.name.as_str();
+            let typed = TypedFile::new(Arc::clone(&planned), Some(name)).unwrap();
+            let spans = fragments(&typed, (typed.rows() / 4).max(1) as usize).unwrap();
+            if spans.len() < 2 {
+                continue;
+            }
+            let headers = planned.extents().unwrap();
+            for span in &spans {
+                let FragmentRange::Bytes { start, end } = span.range else {
+                    panic!("{at}: {span:?}");
+                };
+                let share: u64 = headers
+                    .iter()
+                    .filter(|e| e.type_name == name && (start..end).contains(&e.offset))
+                    .map(|e| e.len as u64)
+                    .sum();
+                // A worker: opens the file and reads its fragment.
+                let (source, counts) = counted(&path);
+                let file = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
+                let reader = ReaderBuilder::new()
+                    .with_type(name)
+                    .with_range(span.range)
+                    .build_from_file(file)
+                    .unwrap();
+                assert_eq!(collect(reader).num_rows() as u64, span.rows, "{at}: {name}");
+                let bound = share + share / 4 + (64 << 10);
+                assert!(
+                    counts.bytes() <= bound,
+                    "{at}: {name}: {span:?}: fetched {counts:?}, its share is {share} bytes of {size}"
+                );
+                // One to open, one for the extents.
+                assert!(counts.round_trips() <= 2, "{at}: {name}: {counts:?}");
+                eprintln!("FIGURES {at}: {name}: fragment share {share}: worker {counts:?}");
+                checked += 1;
+            }
+            // A limit stops at the extents it needs: here the first (and the headers).
+            let first = headers
+                .iter()
+                .find(|e| e.type_name == name && e.rows > 0)
+                .unwrap();
+            let (source, counts) = counted(&path);
+            let file = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
+            let reader = ReaderBuilder::new()
+                .with_type(name)
+                .with_limit(first.rows)
+                .build_from_file(file)
+                .unwrap();
+            assert_eq!(collect(reader).num_rows(), first.rows, "{at}: {name}");
+            let bound = first.len as u64 * 5 / 4 + (64 << 10) + headers.len() as u64 * 288;
+            assert!(
+                counts.bytes() <= bound,
+                "{at}: {name}: limit fetched {counts:?}"
+            );
+            eprintln!(
+                "FIGURES {at}: {name}: limit {} (first extent {} bytes): {counts:?}",
+                first.rows, first.len
+            );
+        }
+    }
+    assert!(checked >= 4, "{checked} fragments checked");
+}
+
+#[test]
+fn a_remote_extent_that_disagrees_with_the_index_is_an_error_naming_the_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = several_extents(dir.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let file = DsFile::open(&path, OpenOptions::default()).unwrap();
+    let name = file.candidate_types()[0].name.clone();
+    let second = file.extents_of(&name).unwrap().nth(1).unwrap().clone();
+    // Its record count alone changed: the index still fits, the extent's header does not
+    // hash, and the adler32 check names it.
+    let at = second.offset as usize + 8;
+    bytes[at] ^= 0x01;
+    let source = LocalFile::from_bytes("bucket/several.ds", bytes.clone());
+    let remote = Arc::new(
+        DsFile::open_source(Arc::new(Counting::new(source)), OpenOptions::default()).unwrap(),
+    );
+    let err = ReaderBuilder::new()
+        .build_from_file(remote)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .map(|_| ())
+        .map_err(Error::from_arrow_owned)
+        .expect_err("a damaged extent");
+    assert_eq!(err.file(), Some(Path::new("bucket/several.ds")), "{err}");
+    assert_eq!(err.offset(), Some(second.offset), "{err}");
+
+    // Its compressed size changed: the header no longer ends where the index puts the next.
+    bytes[at] ^= 0x01;
+    bytes[second.offset as usize] ^= 0x04;
+    let source = LocalFile::from_bytes("bucket/several.ds", bytes);
+    let remote = Arc::new(
+        DsFile::open_source(Arc::new(Counting::new(source)), OpenOptions::default()).unwrap(),
+    );
+    let err = ReaderBuilder::new()
+        .build_from_file(remote)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .map(|_| ())
+        .map_err(Error::from_arrow_owned)
+        .expect_err("a header that disagrees with the index");
+    assert_eq!(err.file(), Some(Path::new("bucket/several.ds")), "{err}");
+    assert_eq!(err.offset(), Some(second.offset), "{err}");
+    assert!(err.to_string().contains("index entry"), "{err}");
+}
+
+#[test]
+fn a_damaged_file_salvages_the_same_read_by_ranges() {
+    let src = data("dataseries/generated/basic-lz4.ds");
+    let bytes = std::fs::read(&src).unwrap();
+    let file = DsFile::open(&src, OpenOptions::default()).unwrap();
+    let extents: Vec<_> = file.extents_of("Test::Basic").unwrap().cloned().collect();
+    let dir = tempfile::tempdir().unwrap();
+    // Cut inside the third extent (trailer and index gone), and a flipped byte in the second.
+    let mut damaged = bytes[..extents[2].offset as usize + extents[2].len / 2].to_vec();
+    damaged[extents[1].offset as usize + extents[1].len - 8] ^= 0x5a;
+    let path = dir.path().join("damaged.ds");
+    std::fs::write(&path, &damaged).unwrap();
+    let lenient = OpenOptions {
+        lenient: true,
+        ..OpenOptions::default()
+    };
+    let read = |file: DsFile| {
+        let report = arrowsmith::SalvageReport::new();
+        let reader = ReaderBuilder::new()
+            .with_salvage(true)
+            .with_salvage_report(report.clone())
+            .build_from_file(Arc::new(file))
+            .unwrap();
+        let batch = collect(reader);
+        let skipped: Vec<_> = report
+            .take()
+            .iter()
+            .map(|s| (s.part.clone(), s.offset, s.rows, s.index))
+            .collect();
+        (batch, skipped)
+    };
+    let want = read(DsFile::open(&path, lenient).unwrap());
+    let (source, _) = counted(&path);
+    let got = read(DsFile::open_source(source, lenient).unwrap());
+    assert_eq!(got, want);
+    assert_eq!(want.0.num_rows(), extents[0].rows);
+    assert_eq!(want.1.len(), 3, "{:?}", want.1);
 }

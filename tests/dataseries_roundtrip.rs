@@ -175,7 +175,10 @@ fn every_type_and_codec_round_trips_across_extents() {
                 .with_extent_size(4096),
         );
         let f = arrowsmith::dataseries::DsFile::open(&path, Default::default()).unwrap();
-        assert!(f.extents.len() > 10, "{mode:?}: several extents expected");
+        assert!(
+            f.extents().unwrap().len() > 10,
+            "{mode:?}: several extents expected"
+        );
         assert_same(&all, &read_back(&path), &format!("{mode:?}"));
     }
 }
@@ -468,7 +471,8 @@ fn unknown_modes_and_bad_xml_are_clear_errors() {
     let src = std::fs::read(data("dataseries").join("generated/basic-none.ds")).unwrap();
     let f = arrowsmith::dataseries::DsFile::from_bytes(src.clone(), Default::default()).unwrap();
     let e = f
-        .extents
+        .extents()
+        .unwrap()
         .iter()
         .find(|e| e.type_name == "Test::Basic")
         .unwrap();
@@ -559,7 +563,7 @@ fn projection_limit_and_batch_size_across_extents_of_a_packed_type() {
             .with_extent_size(8192),
     );
     let f = arrowsmith::dataseries::DsFile::open(&path, Default::default()).unwrap();
-    assert!(f.extents.len() > 50, "small extents expected");
+    assert!(f.extents().unwrap().len() > 50, "small extents expected");
     let full = read_back(&path);
     assert_same(&batch, &full, "full read");
     let check = |columns: &[&str], limit: usize, batch_size: usize| {
@@ -640,7 +644,7 @@ fn a_hash_mismatch_is_found_in_its_own_extent_among_extents_hashed_together() {
         .name
         .clone();
     let file = DsFile::open(&path, Default::default()).unwrap();
-    let extents: Vec<_> = file.extents_of(&type_name).cloned().collect();
+    let extents: Vec<_> = file.extents_of(&type_name).unwrap().cloned().collect();
     // Enough extents that even a many-core machine reads them in groups of several.
     assert!(extents.len() > 200, "{} extents", extents.len());
     let total: usize = extents.iter().map(|e| e.rows).sum();

@@ -122,7 +122,8 @@ fn padrecord_differs_only_in_the_garbage_mode_byte() {
     let got = std::fs::read(&dst).unwrap();
     let f = DsFile::open(&src, OpenOptions::default()).unwrap();
     let e = f
-        .extents
+        .extents()
+        .unwrap()
         .iter()
         .find(|e| e.type_name == "Test::PadRecord")
         .unwrap();
@@ -197,7 +198,8 @@ fn packing_matches_reference_values_exactly_without_doublebase() {
     let t = f.find_type("Test::Packing").unwrap();
     let based = t.fields.iter().find(|f| f.name == "based").unwrap().offset;
     let e = f
-        .extents
+        .extents()
+        .unwrap()
         .iter()
         .find(|e| e.type_name == "Test::Packing")
         .unwrap();
@@ -211,7 +213,8 @@ fn packing_matches_reference_values_exactly_without_doublebase() {
             && i < start + e.cf
             && (i - start) % t.record_size >= based
             && (i - start) % t.record_size < based + 8;
-        let in_trailer = i >= want.len() - 28 || i >= f.extents.last().unwrap().offset as usize;
+        let in_trailer =
+            i >= want.len() - 28 || i >= f.extents().unwrap().last().unwrap().offset as usize;
         assert!(
             in_header || in_based || in_trailer,
             "unexpected difference at byte {i}"

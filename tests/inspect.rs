@@ -146,6 +146,7 @@ fn test_verification_lists_every_damaged_extent_and_keeps_the_error_for_the_call
     let file = arrowsmith::dataseries::DsFile::open(&src, Default::default()).unwrap();
     let extent = file
         .extents_of("Test::Basic")
+        .unwrap()
         .find(|e| e.rows > 0)
         .unwrap()
         .clone();

@@ -197,6 +197,7 @@ fn a_jay_projection_by_index_counts_the_files_columns_when_one_is_dropped() {
 fn ds_extents(path: &Path, type_name: &str) -> Vec<(u64, usize, usize)> {
     let file = dataseries::DsFile::open(path, Default::default()).unwrap();
     file.extents_of(type_name)
+        .unwrap()
         .filter(|e| e.rows > 0)
         .map(|e| (e.offset, e.len, e.rows))
         .collect()

@@ -59,8 +59,11 @@ fn convert_to_arrow_and_back_keeps_values_and_xml() {
         "2048",
     ]));
     let f = DsFile::open(&ds, OpenOptions::default()).unwrap();
-    assert!(f.extents_of("Test::Packing").count() > 9);
-    assert!(f.extents_of("Test::Packing").all(|e| e.mode_fixed == 6));
+    assert!(f.extents_of("Test::Packing").unwrap().count() > 9);
+    assert!(f
+        .extents_of("Test::Packing")
+        .unwrap()
+        .all(|e| e.mode_fixed == 6));
     let a = read_all(&src, Some("Test::Packing"));
     let b = read_all(&ds, None);
     let a = arrow::compute::concat_batches(&a[0].schema(), &a).unwrap();
@@ -301,7 +304,7 @@ fn head_of_a_fieldless_extent_of_billions_of_records_reads_only_its_rows() {
     let path = dir.path().join("fieldless.ds");
     std::fs::write(&path, ds_fieldless_file(i32::MAX)).unwrap();
     let file = DsFile::open(&path, OpenOptions::default()).unwrap();
-    let extents: Vec<_> = file.extents_of("Test::NoFields").collect();
+    let extents: Vec<_> = file.extents_of("Test::NoFields").unwrap().collect();
     assert_eq!(extents.len(), 1);
     assert_eq!(extents[0].rows, i32::MAX as usize);
 

@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+use arrow_buffer::Buffer;
+
 use super::buffers::SpareBuffers;
 use super::byte_order::ByteOrder;
 use super::checksum;
@@ -78,11 +80,19 @@ pub fn read_extent_header(
     off: usize,
     end: usize,
 ) -> Result<ExtentHeader> {
-    let bad = |m: String| Error::new(ErrorClass::BadEnvelope, m).at_offset(off as u64);
-    if off.checked_add(28).is_none_or(|e| e > end) {
+    let at = b.get(off..end.min(b.len())).unwrap_or_default();
+    parse_extent_header(at, order, off as u64, end as u64)
+}
+
+/// Reads the extent header that starts `h` (the bytes of the file from offset `off`: at least
+/// the header, or everything up to `end`), checking its sizes against `end`, the offset the
+/// extent must end by (§3).
+pub fn parse_extent_header(h: &[u8], order: ByteOrder, off: u64, end: u64) -> Result<ExtentHeader> {
+    let bad = |m: String| Error::new(ErrorClass::BadEnvelope, m).at_offset(off);
+    let room = end.saturating_sub(off);
+    if room < 28 || h.len() < 28 {
         return Err(bad("an extent header runs past the end of the data".into()));
     }
-    let h = &b[off..];
     let cf = order.i32(&h[0..4]) as i64;
     let cv = order.i32(&h[4..8]) as i64;
     let n = order.i32(&h[8..12]) as i64;
@@ -103,20 +113,20 @@ pub fn read_extent_header(
         return Err(bad("empty type name".into()));
     }
     let header_len = (28 + l).next_multiple_of(4);
-    if off + header_len > end {
+    if header_len as u64 > room || h.len() < 28 + l {
         return Err(bad(
             "an extent's type name runs past the end of the data".into()
         ));
     }
     let name = String::from_utf8_lossy(&h[28..28 + l]).into_owned();
     let len = header_len + (cf as usize).next_multiple_of(4) + (cv as usize).next_multiple_of(4);
-    if off + len > end {
+    if len as u64 > room {
         return Err(bad(format!(
             "extent of type {name:?} ({len} bytes) runs past the end of the data at {end}"
         )));
     }
     Ok(ExtentHeader {
-        offset: off as u64,
+        offset: off,
         cf: cf as usize,
         cv: cv as usize,
         rows: n as usize,
@@ -205,15 +215,16 @@ fn mode_of(id: u8, h: &ExtentHeader, part: &str) -> Result<Mode> {
     })
 }
 
-/// Decodes one extent to its partly unpacked form, running the checks asked for.
+/// Decodes one extent to its partly unpacked form, running the checks asked for. `extent` is
+/// the extent's bytes, all `h.len` of them (what a source gives for `h.offset..h.offset + h.len`).
 pub fn decode_raw<'a>(
-    b: &'a [u8],
+    extent: &'a [u8],
     order: ByteOrder,
     h: &ExtentHeader,
     t: &ExtentType,
     checks: Checks,
 ) -> Result<RawExtent<'a>> {
-    let raw = unpack_parts(b, h, t, checks, None)?;
+    let raw = unpack_parts(extent, h, t, checks, None)?;
     let fixed_hash = if checks.hash {
         checksum::lookup2(&raw.fixed, FIXED_HASH_INIT)
     } else {
@@ -227,16 +238,15 @@ pub fn decode_raw<'a>(
 /// their fixed parts are hashed together, as lanes of [`checksum::lookup2_many`], which takes a
 /// fraction of the time of one hash after the other (each is a chain of dependent steps).
 pub(crate) fn decode_raw_group<'a>(
-    b: &'a [u8],
+    extents: &'a [(ExtentHeader, Buffer)],
     order: ByteOrder,
-    hs: &[ExtentHeader],
     t: &ExtentType,
     checks: Checks,
     spare: &SpareBuffers,
 ) -> Vec<Result<RawExtent<'a>>> {
-    let raws: Vec<Result<RawExtent>> = hs
+    let raws: Vec<Result<RawExtent>> = extents
         .iter()
-        .map(|h| unpack_parts(b, h, t, checks, Some(spare)))
+        .map(|(h, bytes)| unpack_parts(bytes, h, t, checks, Some(spare)))
         .collect();
     let mut fixed_hashes = if checks.hash {
         let fixed: Vec<&[u8]> = raws.iter().flatten().map(|raw| &raw.fixed[..]).collect();
@@ -244,9 +254,10 @@ pub(crate) fn decode_raw_group<'a>(
     } else {
         Vec::new().into_iter()
     };
-    hs.iter()
+    extents
+        .iter()
         .zip(raws)
-        .map(|(h, raw)| {
+        .map(|((h, _), raw)| {
             let raw = raw?;
             let fixed_hash = fixed_hashes.next().unwrap_or(0);
             verify_partly_unpacked(order, h, &raw, fixed_hash, checks)?;
@@ -320,7 +331,7 @@ fn verify_partly_unpacked(
 /// uncompacted, after the adler32 check: everything of [`decode_raw`] but the hash and
 /// variable32 checks.
 fn unpack_parts<'a>(
-    b: &'a [u8],
+    ext: &'a [u8],
     h: &ExtentHeader,
     t: &ExtentType,
     checks: Checks,
@@ -328,7 +339,13 @@ fn unpack_parts<'a>(
 ) -> Result<RawExtent<'a>> {
     let buffer = || spare.map(SpareBuffers::take).unwrap_or_default();
     let where_ = |m: String| extent_error(h, m);
-    let ext = &b[h.offset as usize..h.offset as usize + h.len];
+    if ext.len() != h.len {
+        return Err(where_(format!(
+            "{} bytes were read of an extent of {}",
+            ext.len(),
+            h.len
+        )));
+    }
     if checks.adler {
         let computed = checksum::extent_adler32(ext);
         if computed != h.adler {

@@ -18,7 +18,7 @@ mod writer;
 pub use byte_order::ByteOrder;
 pub use codec::Mode;
 pub use extent::{Checks, ExtentHeader};
-pub use file::{DsFile, OpenOptions};
+pub use file::{DsFile, ExtentEntry, OpenOptions};
 pub use mapping::Utf8Fields;
 pub use read_options::ReaderOptions;
 pub use reader::{choose_type, fragments, Reader, ReaderBuilder, TypedFile};

@@ -7,13 +7,14 @@ use std::path::Path;
 use std::sync::{mpsc, Arc};
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_buffer::Buffer;
 use arrow_schema::{ArrowError, SchemaRef};
 use rayon::prelude::*;
 
 use super::buffers::SpareBuffers;
 use super::checksum;
 use super::extent::{decode_raw_group, Checks, ExtentHeader, RawExtent};
-use super::file::{DsFile, OpenOptions};
+use super::file::{DsFile, ExtentEntry, OpenOptions, FETCH_BYTES};
 use super::mapping::{Decoder, Utf8Fields};
 use super::read_options::ReaderOptions;
 use super::types::ExtentType;
@@ -134,15 +135,11 @@ impl ReaderBuilder {
             Some(FragmentRange::Bytes { start, end }) => (start, end),
             Some(other) => return Err(file.err(other.wrong_unit("DataSeries", "extent offsets"))),
         };
-        let extents: Vec<ExtentHeader> = file
-            .extents_of(&t.name)
-            .filter(|e| e.rows > 0 && (from..to).contains(&e.offset))
-            .cloned()
-            .collect();
         let salvage = Salvage {
             on: self.salvaging(),
             ..Salvage::from_scan(&self.scan)
         };
+        let wanted = wanted_extents(&file, &t.name, from..to, self.scan.limit, salvage.on)?;
         if salvage.on {
             // What the open already found damaged: the index, and extents of this type (or of
             // no type one can tell) that the scan could not read, within the fragment.
@@ -165,7 +162,8 @@ impl ReaderBuilder {
                 // Two parts an extent, for the groups in flight.
                 spare: SpareBuffers::new(2 * MAX_GROUP * Reader::window()),
             }),
-            extents: extents.into(),
+            to_fetch: wanted.into(),
+            extents: VecDeque::new(),
             in_flight: VecDeque::new(),
             pending: VecDeque::new(),
             remaining: self.scan.limit.unwrap_or(usize::MAX),
@@ -173,6 +171,56 @@ impl ReaderBuilder {
             failed: false,
         })
     }
+}
+
+/// An extent a reader is to read: where the index puts it, and its header when the file has
+/// read it (else it is read with the extent's bytes).
+#[derive(Debug, Clone)]
+struct Wanted {
+    index: usize,
+    entry: ExtentEntry,
+    header: Option<ExtentHeader>,
+}
+
+/// The extents of type `name` starting in `offsets`, in file order. With a `limit` (and not
+/// salvaging, where a skipped extent needs the next in its place), the headers are read for
+/// their row counts and the list stops at the extent that reaches the limit.
+fn wanted_extents(
+    file: &DsFile,
+    name: &str,
+    offsets: std::ops::Range<u64>,
+    limit: Option<usize>,
+    salvaging: bool,
+) -> Result<Vec<Wanted>> {
+    let limit = limit.filter(|_| !salvaging);
+    let headers = match limit {
+        Some(_) => Some(file.extents()?),
+        None => file.extents_read(),
+    };
+    let mut wanted: Vec<Wanted> = file
+        .entries()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.type_name == name && offsets.contains(&e.offset))
+        .map(|(index, entry)| Wanted {
+            index,
+            entry: entry.clone(),
+            header: headers.map(|h| h[index].clone()),
+        })
+        .filter(|w| w.header.as_ref().is_none_or(|h| h.rows > 0))
+        .collect();
+    if let Some(limit) = limit {
+        let mut rows = 0usize;
+        let needed = wanted
+            .iter()
+            .position(|w| {
+                rows = rows.saturating_add(w.header.as_ref().map_or(0, |h| h.rows));
+                rows >= limit
+            })
+            .map_or(wanted.len(), |i| i + 1);
+        wanted.truncate(if limit == 0 { 0 } else { needed });
+    }
+    Ok(wanted)
 }
 
 /// Picks the type to read (§20.1).
@@ -218,8 +266,12 @@ pub struct TypedFile {
 impl TypedFile {
     /// `file` read as the extent type `type_name`, or as its one type that holds data when
     /// `None` (see [`choose_type`]).
+    ///
+    /// Reads the file's extent headers, for the row counts (one batched read, when the open
+    /// did not read them).
     pub fn new(file: Arc<DsFile>, type_name: Option<&str>) -> Result<TypedFile> {
         let extent_type = choose_type(&file, type_name).map_err(|e| file.err(e))?;
+        file.extents()?;
         Ok(TypedFile { file, extent_type })
     }
 
@@ -235,23 +287,29 @@ impl TypedFile {
 
     /// The rows of the extent type, from the extent headers.
     pub fn rows(&self) -> u64 {
-        self.file.rows_of(&self.extent_type.name)
+        self.headers().map(|e| e.rows as u64).sum()
+    }
+
+    /// The headers of the extents of the type, read when the `TypedFile` was made.
+    fn headers(&self) -> impl Iterator<Item = &ExtentHeader> {
+        let name = &self.extent_type.name;
+        self.file
+            .extents_read()
+            .unwrap_or_default()
+            .iter()
+            .filter(move |e| e.type_name == *name)
     }
 }
 
 /// The fragments of one extent type: runs of its extents (by byte offset) of about
 /// `target_rows` rows each, read from the extent headers alone.
 pub fn fragments(typed: &TypedFile, target_rows: usize) -> Result<Vec<FragmentSpan>> {
-    let units = typed
-        .file
-        .extents_of(&typed.extent_type.name)
-        .filter(|e| e.rows > 0)
-        .map(|e| Unit {
-            start: e.offset,
-            end: e.offset + 1,
-            rows: e.rows as u64,
-            bytes: e.len as u64,
-        });
+    let units = typed.headers().filter(|e| e.rows > 0).map(|e| Unit {
+        start: e.offset,
+        end: e.offset + 1,
+        rows: e.rows as u64,
+        bytes: e.len as u64,
+    });
     let spans = group_units(
         units,
         target_rows,
@@ -278,16 +336,15 @@ impl ExtentJob {
     /// extent's result to `done` as soon as it has it (a consumer frees a result it is through
     /// with while the rest of the group decodes: the allocator had returned the memory of
     /// whole groups to the kernel, and the next group page-faulted it in again).
-    fn decode(&self, hs: &[ExtentHeader], mut done: impl FnMut(Decoded)) {
+    fn decode(&self, extents: &[(ExtentHeader, Buffer)], mut done: impl FnMut(Decoded)) {
         let raws = decode_raw_group(
-            self.file.bytes(),
+            extents,
             self.file.order,
-            hs,
             &self.decoder.t,
             self.checks,
             &self.spare,
         );
-        for (h, raw) in hs.iter().zip(raws) {
+        for ((h, _), raw) in extents.iter().zip(raws) {
             done(raw.and_then(|raw| {
                 let batch = self.batch(h, &raw);
                 for part in [raw.fixed, raw.var] {
@@ -333,7 +390,10 @@ const GROUP_BYTES: usize = 8 << 20;
 /// shrink towards the end of the extents, so that the threads finish together.
 pub struct Reader {
     job: Arc<ExtentJob>,
-    extents: VecDeque<ExtentHeader>,
+    /// Extents still to be read from the source, in file order.
+    to_fetch: VecDeque<Wanted>,
+    /// Extents read and not yet handed to the pool, with their bytes.
+    extents: VecDeque<(ExtentHeader, Buffer)>,
     /// Groups of extents handed to the pool, in file order, each with the extents whose
     /// results are still to come and where they arrive, in order.
     in_flight: VecDeque<(VecDeque<ExtentHeader>, mpsc::Receiver<Decoded>)>,
@@ -369,7 +429,7 @@ impl Reader {
 
     /// The next group of extents: as many as leave every thread two groups' worth of the
     /// rest, at most [`MAX_GROUP`] and [`GROUP_BYTES`] unpacked (at least one).
-    fn next_group(&mut self) -> Vec<ExtentHeader> {
+    fn next_group(&mut self) -> Vec<(ExtentHeader, Buffer)> {
         let most =
             (self.extents.len() / (2 * rayon::current_num_threads().max(1))).clamp(1, MAX_GROUP);
         let record_size = self.job.decoder.t.record_size;
@@ -378,7 +438,7 @@ impl Reader {
             .extents
             .iter()
             .take(most)
-            .take_while(|h| {
+            .take_while(|(h, _)| {
                 bytes = bytes.saturating_add(h.rows.saturating_mul(record_size) + h.vs);
                 bytes <= GROUP_BYTES
             })
@@ -388,33 +448,92 @@ impl Reader {
         self.extents.drain(..size).collect()
     }
 
+    /// Reads the next extents from the source when none are left read: in one batched call,
+    /// all the rest of a local file or of a fragment, or up to [`FETCH_BYTES`] of them.
+    fn fetch(&mut self) -> Result<()> {
+        if !self.extents.is_empty() || self.to_fetch.is_empty() {
+            return Ok(());
+        }
+        let file = Arc::clone(&self.job.file);
+        let most = if file.source().is_local() {
+            usize::MAX
+        } else {
+            FETCH_BYTES
+        };
+        let mut bytes = 0usize;
+        let count = self
+            .to_fetch
+            .iter()
+            .take_while(|w| {
+                let first = bytes == 0;
+                bytes = bytes.saturating_add(w.entry.len);
+                first || bytes <= most
+            })
+            .count();
+        let window: Vec<Wanted> = self.to_fetch.drain(..count).collect();
+        let ranges: Vec<std::ops::Range<u64>> = window
+            .iter()
+            .map(|w| w.entry.offset..w.entry.offset + w.entry.len as u64)
+            .collect();
+        // A failed request is said of the first extent it asked for.
+        let first = ranges.first().map_or(0, |r| r.start);
+        let buffers = file.read_ranges(&ranges).map_err(|e| e.at_offset(first))?;
+        for (w, bytes) in window.into_iter().zip(buffers) {
+            let header = match w.header {
+                Some(h) => h,
+                None => match file.header_of(w.index, &w.entry, &bytes) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        self.take(w.entry.offset, None, Err(e))?;
+                        continue;
+                    }
+                },
+            };
+            if header.rows > 0 {
+                self.extents.push_back((header, bytes));
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps the window of groups decoding in the background full.
-    fn launch(&mut self) {
-        while self.in_flight.len() < Self::window() && !self.extents.is_empty() {
+    fn launch(&mut self) -> Result<()> {
+        while self.in_flight.len() < Self::window() {
+            self.fetch()?;
+            if self.extents.is_empty() {
+                break;
+            }
             let group = self.next_group();
             let (tx, rx) = mpsc::sync_channel(group.len());
-            let (job, headers) = (self.job.clone(), group.clone());
+            let headers = group.iter().map(|(h, _)| h.clone()).collect();
+            let job = self.job.clone();
             rayon::spawn(move || {
                 // A receiver gone means the reader was dropped: nobody wants the results.
-                job.decode(&headers, |r| {
+                job.decode(&group, |r| {
                     let _ = tx.send(r);
                 });
             });
-            self.in_flight.push_back((group.into(), rx));
+            self.in_flight.push_back((headers, rx));
         }
+        Ok(())
     }
 
-    fn take(&mut self, h: &ExtentHeader, r: Decoded) -> Result<()> {
+    /// Takes the result of the extent at `offset` (of `rows` rows, when its header was read).
+    fn take(&mut self, offset: u64, rows: Option<usize>, r: Decoded) -> Result<()> {
         match r {
             Ok(batch) => self.pending.push_back(batch),
             Err(e) if self.salvage.on => {
                 let file = &self.job.file;
+                let name = &self.job.decoder.t.name;
                 let index = file
-                    .extents_of(&self.job.decoder.t.name)
-                    .position(|x| x.offset == h.offset);
-                let mut skipped = Skipped::new("extent", file.err(e))
-                    .at_offset(h.offset)
-                    .with_rows(h.rows as u64);
+                    .entries()
+                    .iter()
+                    .filter(|x| x.type_name == *name)
+                    .position(|x| x.offset == offset);
+                let mut skipped = Skipped::new("extent", file.err(e)).at_offset(offset);
+                if let Some(rows) = rows {
+                    skipped = skipped.with_rows(rows as u64);
+                }
                 if let Some(i) = index {
                     skipped = skipped.with_index(i as u64);
                 }
@@ -429,7 +548,8 @@ impl Reader {
         if rayon::current_thread_index().is_some() && self.in_flight.is_empty() {
             // Called from a pool thread: waiting there for tasks queued on the same pool could
             // deadlock, so decode a window in place (rayon's join lets this thread help).
-            let groups: Vec<Vec<ExtentHeader>> = (0..Self::window())
+            self.fetch()?;
+            let groups: Vec<Vec<(ExtentHeader, Buffer)>> = (0..Self::window())
                 .map(|_| self.next_group())
                 .filter(|g| !g.is_empty())
                 .collect();
@@ -443,13 +563,13 @@ impl Reader {
                 })
                 .collect();
             for (group, results) in groups.iter().zip(results) {
-                for (h, r) in group.iter().zip(results) {
-                    self.take(h, r)?;
+                for ((h, _), r) in group.iter().zip(results) {
+                    self.take(h.offset, Some(h.rows), r)?;
                 }
             }
             return Ok(());
         }
-        self.launch();
+        self.launch()?;
         if let Some((group, rx)) = self.in_flight.front_mut() {
             let Some(h) = group.pop_front() else {
                 self.in_flight.pop_front();
@@ -464,8 +584,8 @@ impl Reader {
             if group.is_empty() {
                 self.in_flight.pop_front();
             }
-            self.take(&h, r)?;
-            self.launch();
+            self.take(h.offset, Some(h.rows), r)?;
+            self.launch()?;
         }
         Ok(())
     }
@@ -498,7 +618,7 @@ impl Iterator for Reader {
             return None;
         }
         while self.pending.is_empty() {
-            if self.extents.is_empty() && self.in_flight.is_empty() {
+            if self.extents.is_empty() && self.in_flight.is_empty() && self.to_fetch.is_empty() {
                 return None;
             }
             if let Err(e) = self.refill() {

@@ -20,25 +20,36 @@ pub(super) fn structure(
     verify: bool,
     wanted: Option<&str>,
 ) -> crate::Result<Structure> {
+    let all = file.extents().map_err(|e| e.with_file(path))?;
+    let extents_of = |name: &str| all.iter().filter(|e| e.type_name == name).count();
+    let rows_of = |name: &str| {
+        all.iter()
+            .filter(|e| e.type_name == name)
+            .map(|e| e.rows as u64)
+            .sum::<u64>()
+    };
     if verify {
         // Every extent of every type, including the built-in ones.
         let xt = ExtentType::xmltype();
         let it = ExtentType::index();
-        for e in &file.extents {
+        let ranges: Vec<_> = all
+            .iter()
+            .map(|e| e.offset..e.offset + e.len as u64)
+            .collect();
+        for (e, bytes) in all.iter().zip(file.read_ranges(&ranges)?) {
             let t = match e.type_name.as_str() {
                 "DataSeries: XmlType" => &xt,
                 "DataSeries: ExtentIndex" => &it,
                 name => file.find_type(name).map(|t| t.as_ref()).unwrap_or(&it),
             };
-            decode_raw(file.bytes(), file.order, e, t, Checks::ALL)
-                .map_err(|e| e.with_file(path))?;
+            decode_raw(&bytes, file.order, e, t, Checks::ALL).map_err(|e| e.with_file(path))?;
         }
     }
     let rows = match wanted {
-        Some(name) => file.find_type(name).map(|t| file.rows_of(&t.name)),
+        Some(name) => file.find_type(name).map(|t| rows_of(&t.name)),
         None => crate::dataseries::choose_type(file, None)
             .ok()
-            .map(|t| file.rows_of(&t.name)),
+            .map(|t| rows_of(&t.name)),
     };
     let types: Vec<Value> = file
         .types
@@ -46,16 +57,15 @@ pub(super) fn structure(
         .map(|t| {
             json!({
                 "name": t.name,
-                "rows": file.rows_of(&t.name),
-                "extents": file.extents_of(&t.name).count(),
+                "rows": rows_of(&t.name),
+                "extents": extents_of(&t.name),
                 "record_size": t.record_size,
                 "fields": t.visible.len(),
                 "xml": t.xml,
             })
         })
         .collect();
-    let extents: Vec<Value> = file
-        .extents
+    let extents: Vec<Value> = all
         .iter()
         .map(|e| {
             json!({
@@ -84,8 +94,8 @@ pub(super) fn structure(
     for t in &file.types {
         tt.row([
             t.name.clone(),
-            file.rows_of(&t.name).to_string(),
-            file.extents_of(&t.name).count().to_string(),
+            rows_of(&t.name).to_string(),
+            extents_of(&t.name).to_string(),
             t.record_size.to_string(),
             t.visible.len().to_string(),
         ]);
@@ -101,7 +111,7 @@ pub(super) fn structure(
     let mut et = TextTable::new([
         "offset", "type", "bytes", "rows", "fixed", "variable", "modes",
     ]);
-    for e in &file.extents {
+    for e in all {
         let mode = |id: u8, empty: bool| {
             if empty {
                 "-".to_string()
