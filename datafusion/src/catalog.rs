@@ -5,6 +5,10 @@
 //! recognises its input: by content, then by extension, bcolz and Filo directories by their
 //! structure, and a plain directory by the extension of the files in it. Other paths (CSV,
 //! JSON, Arrow IPC) go on to DataFusion's own dynamic file tables, so one session reads both.
+//! A URL goes to DataFusion's dynamic tables too (they list it through the registered object
+//! store and read Jay, DataSeries and VS objects with [`crate::ArrowsmithFormat`]), except a
+//! bcolz or Filo dataset's key prefix (`s3://bucket/t.bcolz`), which is one
+//! [`ArrowsmithTable`] as a local directory is.
 //!
 //! DataFusion consults such a factory when a name is not a registered table, through a wrapper
 //! around each catalog; [`install`] puts the wrappers around the session's catalogs in place,
@@ -13,6 +17,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arrowsmith::source::is_url;
 use arrowsmith::Format;
 use async_trait::async_trait;
 use datafusion::catalog::{
@@ -55,7 +60,16 @@ fn read_by_arrowsmith(format: Format) -> bool {
 impl UrlTableFactory for ArrowsmithUrlTableFactory {
     async fn try_new(&self, url: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let path = url.strip_prefix("file://").unwrap_or(url);
-        // Only existing local paths are ours; anything else may be DataFusion's (a glob, a URL).
+        if is_url(path) {
+            let dataset = Format::from_extension(Path::new(path.trim_end_matches('/')))
+                .filter(|format| format.is_directory());
+            if let Some(format) = dataset {
+                let table = ArrowsmithTable::open(path, Some(format), Default::default()).await?;
+                return Ok(Some(Arc::new(table)));
+            }
+            return self.fallback.try_new(url).await;
+        }
+        // Only existing local paths are ours; anything else may be DataFusion's (a glob).
         let ours = Path::new(path).exists()
             && matches!(resolve(Path::new(path), None), Ok((format, _)) if read_by_arrowsmith(format));
         if ours {

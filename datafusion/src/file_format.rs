@@ -34,8 +34,9 @@ use object_store::{ObjectMeta, ObjectStore};
 use crate::inputs::InputCache;
 use crate::options::ArrowsmithOptions;
 use crate::sink::ArrowsmithSink;
-use crate::source::{core_error, fragment_groups, ArrowsmithSource};
+use crate::source::{core_error, fragment_groups, object_location, object_stamp, ArrowsmithSource};
 use crate::statistics::file_statistics;
+use crate::stores::store_url;
 
 /// Makes [`ArrowsmithFormat`]s of one arrowsmith format, registered under one name.
 #[derive(Debug, Clone)]
@@ -140,22 +141,23 @@ impl FileFormat for ArrowsmithFormat {
 
     async fn infer_schema(
         &self,
-        _state: &dyn Session,
-        _store: &Arc<dyn ObjectStore>,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
         objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
         let mut objects: Vec<ObjectMeta> = objects.to_vec();
         // Listing order is the store's; the merged schema must not depend on it.
         objects.sort_by(|a, b| a.location.cmp(&b.location));
+        let store = store_url(state, store)?;
         let format = self.format;
         let (options, inputs) = (Arc::clone(&self.options), Arc::clone(&self.inputs));
         let schemas = tokio::task::spawn_blocking(move || -> Result<Vec<Schema>> {
             objects
                 .iter()
                 .map(|object| {
-                    let path = listed_path(object)?;
+                    let path = object_location(&store, &object.location)?;
                     let input = inputs
-                        .input(&path, format, &options)
+                        .input(&path, Some(&object_stamp(object)), format, &options)
                         .map_err(|e| core_error(e.with_file(&path)))?;
                     Ok(Arc::unwrap_or_clone(input.schema()))
                 })
@@ -168,18 +170,21 @@ impl FileFormat for ArrowsmithFormat {
 
     async fn infer_stats(
         &self,
-        _state: &dyn Session,
-        _store: &Arc<dyn ObjectStore>,
+        state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        let path = listed_path(object)?;
+        let path = object_location(&store_url(state, store)?, &object.location)?;
+        let stamp = object_stamp(object);
         let format = self.format;
         let (options, inputs) = (Arc::clone(&self.options), Arc::clone(&self.inputs));
-        tokio::task::spawn_blocking(move || match inputs.input(&path, format, &options) {
-            Ok(input) => file_statistics(&input, &table_schema),
-            // The scan reports why the file does not open.
-            Err(_) => Statistics::new_unknown(&table_schema),
+        tokio::task::spawn_blocking(move || {
+            match inputs.input(&path, Some(&stamp), format, &options) {
+                Ok(input) => file_statistics(&input, &table_schema),
+                // The scan reports why the file does not open.
+                Err(_) => Statistics::new_unknown(&table_schema),
+            }
         })
         .await
         .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))
@@ -199,8 +204,9 @@ impl FileFormat for ArrowsmithFormat {
         let partitions = state.config_options().execution.target_partitions;
         let format = self.format;
         let (options, inputs) = (Arc::clone(&self.options), Arc::clone(&self.inputs));
+        let store = conf.object_store_url.clone();
         let groups = tokio::task::spawn_blocking(move || {
-            fragment_groups(files, format, &options, &inputs, partitions)
+            fragment_groups(files, &store, format, &options, &inputs, partitions)
         })
         .await
         .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
@@ -232,13 +238,6 @@ impl FileFormat for ArrowsmithFormat {
             table_schema,
         ))
     }
-}
-
-/// The local path of a listed object.
-fn listed_path(object: &ObjectMeta) -> Result<std::path::PathBuf> {
-    object_store::local::LocalFileSystem::new()
-        .path_to_filesystem(&object.location)
-        .map_err(|e| DataFusionError::ObjectStore(Box::new(e)))
 }
 
 impl fmt::Display for ArrowsmithFormat {

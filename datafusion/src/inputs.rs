@@ -2,9 +2,9 @@
 //! its statistics, its fragments and the scan of each fragment.
 //!
 //! Schema inference, statistics and planning are separate calls on a `FileFormat`, made at
-//! different times, so the format keeps its inputs in an [`InputCache`] keyed by path and
-//! stamped with the file's size and modification time: a file replaced or appended to is
-//! opened again. A plan carries each file's input in its scan entries (see
+//! different times, so the format keeps its inputs in an [`InputCache`] keyed by path (or URL)
+//! and stamped with the file's size and modification time (a remote object's, and its ETag, as
+//! its store listed them): a file replaced or appended to is opened again. A plan carries each file's input in its scan entries (see
 //! `source::FragmentOf`), so all of a file's partitions read the one input, whatever the
 //! cache holds by then.
 //!
@@ -19,12 +19,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use arrowsmith::source::is_url;
 use arrowsmith::{Format, Input};
 
 use crate::options::{ArrowsmithOptions, Scan};
 
-/// What identifies one version of a file: its size and modification time.
-type Stamp = (u64, Option<SystemTime>);
+/// What identifies one version of a file: its size, modification time and, for a remote
+/// object, its ETag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub size: u64,
+    pub modified: Option<SystemTime>,
+    pub version: Option<String>,
+}
 
 /// The opened inputs of one table or format, by path.
 #[derive(Default)]
@@ -40,19 +47,26 @@ impl fmt::Debug for InputCache {
 }
 
 impl InputCache {
-    /// The input of `path` read as `format` with `options`: the one kept, if the file has not
-    /// changed since it was opened, else a newly opened one (kept when it may be).
+    /// The input of `path` (a local path or a URL) read as `format` with `options`: the one
+    /// kept, if the file has not changed since it was opened, else a newly opened one (kept
+    /// when it may be). `listed` is a remote object's stamp as its store listed it; a remote
+    /// input without one is not kept.
     pub(crate) fn input(
         &self,
         path: &Path,
+        listed: Option<&Stamp>,
         format: Format,
         options: &ArrowsmithOptions,
     ) -> arrowsmith::Result<Input> {
-        let stamp = stamp(path);
-        if let Some(stamp) = stamp {
+        let stamp = if is_url(path) {
+            listed.cloned()
+        } else {
+            stamp(path)
+        };
+        if let Some(stamp) = &stamp {
             let inputs = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((kept, input)) = inputs.get(path) {
-                if *kept == stamp {
+                if kept == stamp {
                     return Ok(input.clone());
                 }
             }
@@ -73,10 +87,14 @@ fn stamp(path: &Path) -> Option<Stamp> {
     if !metadata.is_file() {
         return None;
     }
-    Some((metadata.len(), metadata.modified().ok()))
+    Some(Stamp {
+        size: metadata.len(),
+        modified: metadata.modified().ok(),
+        version: None,
+    })
 }
 
-/// Opens `path` as `format` with the table's read settings.
+/// Opens `path` (a local path or a URL) as `format` with the table's read settings.
 pub(crate) fn open(
     path: &Path,
     format: Format,
@@ -129,24 +147,24 @@ mod tests {
         std::fs::copy(fixture("jay/tiny.jay"), &path).unwrap();
         let cache = InputCache::default();
         let options = ArrowsmithOptions::default();
-        let first = cache.input(&path, Format::Jay, &options).unwrap();
-        let again = cache.input(&path, Format::Jay, &options).unwrap();
+        let first = cache.input(&path, None, Format::Jay, &options).unwrap();
+        let again = cache.input(&path, None, Format::Jay, &options).unwrap();
         assert_eq!(opened_under(dir.path()).len(), 1);
         assert_eq!(first.schema(), again.schema());
 
         // Another version of the file (another size) is opened afresh.
         std::fs::copy(fixture("jay/all_types.jay"), &path).unwrap();
-        let changed = cache.input(&path, Format::Jay, &options).unwrap();
+        let changed = cache.input(&path, None, Format::Jay, &options).unwrap();
         assert_eq!(opened_under(dir.path()).len(), 2);
         assert_ne!(changed.schema(), first.schema());
 
         // A VS input holds the lock writers wait for: it is not kept between calls.
         let vs = dir.path().join("t.vs");
         std::fs::copy(fixture("vs/f64_r1_plain.vs"), &vs).unwrap();
-        let input = cache.input(&vs, Format::Vs, &options).unwrap();
+        let input = cache.input(&vs, None, Format::Vs, &options).unwrap();
         assert!(input.holds_lock());
         drop(input);
-        cache.input(&vs, Format::Vs, &options).unwrap();
+        cache.input(&vs, None, Format::Vs, &options).unwrap();
         assert_eq!(opened_under(dir.path()).len(), 4);
     }
 

@@ -42,7 +42,11 @@
 //! inside a scan or a write is a [`DataFusionError::External`] holding the [`arrowsmith::Error`],
 //! whose text names the file, the offset and what was wrong.
 //!
-//! Only the local file system is read and written: the core readers map or open paths.
+//! Tables and `COPY` targets may be on object stores (`s3://bucket/trace.ds`, a prefix
+//! `s3://bucket/traces/` of files of one format): the core reads and writes them by URL
+//! through the process's registered [`Storage`](arrowsmith::source::Storage), with the
+//! statement's `'aws.*'`, `'gcp.*'` or `'azure.*'` settings ([`storage_key`]). DataFusion lists
+//! a table's objects through the store a front end registers with [`register_object_store`].
 
 mod catalog;
 mod file_format;
@@ -51,6 +55,7 @@ mod options;
 mod sink;
 mod source;
 mod statistics;
+mod stores;
 mod table;
 
 use std::path::PathBuf;
@@ -65,9 +70,10 @@ use datafusion::prelude::SessionContext;
 
 pub use catalog::ArrowsmithUrlTableFactory;
 pub use file_format::{ArrowsmithFormat, ArrowsmithFormatFactory};
-pub use options::{core_key, sql_keys, ArrowsmithOptions};
+pub use options::{core_key, sql_keys, storage_key, ArrowsmithOptions};
 pub use sink::ArrowsmithSink;
 pub use source::ArrowsmithSource;
+pub use stores::register_object_store;
 pub use table::{ArrowsmithTable, ArrowsmithTableFactory};
 
 /// The formats this crate adds to DataFusion, and the names SQL finds them by.

@@ -10,6 +10,11 @@
 //! namespaces (`execution.*`) are DataFusion's and are left to it. An unknown `format.*` key,
 //! or one that does not apply to the table's format, is an error that names it.
 //!
+//! The settings of remote storage are spelled as datafusion-cli spells them, `'aws.*'`,
+//! `'gcp.*'` and `'azure.*'` ([`storage_key`]), and kept as object_store's own keys in
+//! [`ArrowsmithOptions::storage`]; their values hold credentials, so nothing here shows them
+//! (not an error, not `Debug`).
+//!
 //! This module is the only one that builds the core's `ReadOptions` / `WriteOptions` or picks a
 //! core reader or writer, so a change of the core's option types stays here.
 
@@ -18,6 +23,7 @@ use std::path::Path;
 
 use arrow_schema::SchemaRef;
 use arrowsmith::options;
+use arrowsmith::source::{is_url, registered_storage, StorageOptions};
 use arrowsmith::{
     BatchWriter, Format, FormatOptions, Projection, ReadOptions, ScanOptions, WriteOptions,
 };
@@ -33,6 +39,9 @@ pub struct ArrowsmithOptions {
     /// Writing: codec, Parquet row groups, Jay sentinel collisions, Filo chunks and encoding,
     /// bcolz layout, DataSeries level, extent size, type and XML, the write mode.
     pub write: WriteOptions,
+    /// Remote storage: object_store's keys (`aws_access_key_id`, …), from the `'aws.*'`,
+    /// `'gcp.*'` and `'azure.*'` keys. `Debug` shows the keys, never the values.
+    pub storage: StorageOptions,
 }
 
 /// The core settings a statement gives otherwise than by a `'format.*'` key.
@@ -67,6 +76,37 @@ pub fn sql_keys() -> Vec<String> {
     keys
 }
 
+/// datafusion-cli's spellings that are not `<namespace>_<key>` in object_store.
+const STORAGE_ALIASES: &[(&str, &str)] = &[
+    ("aws.endpoint", "aws_endpoint_url"),
+    ("aws.oss", "aws_endpoint_url"),
+    ("aws.cos", "aws_endpoint_url"),
+    ("gcp.service_account_path", "google_service_account"),
+    (
+        "gcp.application_credentials_path",
+        "google_application_credentials",
+    ),
+];
+
+/// The object_store key of a storage setting as SQL spells it, as datafusion-cli does:
+/// `'aws.X'` is `aws_X`, `'gcp.X'` is `google_X`, `'azure.X'` is `azure_X` (with `-` read as
+/// `_`, and datafusion-cli's `'aws.endpoint'` and `'gcp.application_credentials_path'`);
+/// `None` for a key of another namespace.
+pub fn storage_key(sql_key: &str) -> Option<String> {
+    let key = sql_key.to_ascii_lowercase().replace('-', "_");
+    if let Some((_, core)) = STORAGE_ALIASES.iter().find(|(alias, _)| *alias == key) {
+        return Some((*core).to_owned());
+    }
+    let (namespace, name) = key.split_once('.')?;
+    let prefix = match namespace {
+        "aws" => "aws",
+        "gcp" => "google",
+        "azure" => "azure",
+        _ => return None,
+    };
+    (!name.is_empty()).then(|| format!("{prefix}_{name}"))
+}
+
 /// An error of the core about a setting, naming it as SQL spells it.
 fn sql_error(e: arrowsmith::Error) -> DataFusionError {
     config_error(e.to_string_spelled(|key, _| format!("'format.{key}'")))
@@ -81,6 +121,10 @@ impl ArrowsmithOptions {
         let mut sorted: Vec<_> = options.iter().collect();
         sorted.sort();
         for (key, value) in sorted {
+            if let Some(storage) = storage_key(key) {
+                parsed.storage.set(&storage, value);
+                continue;
+            }
             let Some(name) = key.strip_prefix("format.") else {
                 continue;
             };
@@ -129,11 +173,12 @@ impl ArrowsmithOptions {
                 ..Default::default()
             },
             format_options: self.read.clone(),
-            ..Default::default()
+            storage: self.storage.clone(),
         }
     }
 
-    /// Creates the core writer of `format` at `path`: nothing is there until its `finish`.
+    /// Creates the core writer of `format` at `path`, a local path or a URL: nothing is
+    /// there until its `finish`.
     pub(crate) fn create(
         &self,
         path: &Path,
@@ -142,6 +187,7 @@ impl ArrowsmithOptions {
     ) -> arrowsmith::Result<Box<dyn BatchWriter + Send>> {
         let write = WriteOptions {
             format: Some(format),
+            storage: self.storage.clone(),
             ..self.write.clone()
         };
         arrowsmith::create(path, schema, &write)
@@ -155,6 +201,15 @@ pub(crate) struct Scan {
     pub batch_size: Option<usize>,
     pub projection: Option<Vec<usize>>,
     pub limit: Option<usize>,
+}
+
+/// A URL is read and written through the process's registered storage: without one, the
+/// core's error saying so, before anything touches the file system.
+pub(crate) fn check_remote(path: &Path) -> arrowsmith::Result<()> {
+    if is_url(path) {
+        registered_storage(&path.to_string_lossy())?;
+    }
+    Ok(())
 }
 
 fn config_error(message: String) -> DataFusionError {
@@ -222,5 +277,68 @@ mod tests {
             e.contains("'format.bcolz_shuffle': expected 0 (none), 1 (byte) or 2 (bit)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn test_storage_keys_are_spelled_as_datafusion_cli_spells_them() {
+        let cases = [
+            ("aws.access_key_id", Some("aws_access_key_id")),
+            ("aws.secret_access_key", Some("aws_secret_access_key")),
+            ("aws.session_token", Some("aws_session_token")),
+            ("aws.region", Some("aws_region")),
+            ("aws.endpoint", Some("aws_endpoint_url")),
+            ("aws.allow_http", Some("aws_allow_http")),
+            ("gcp.service_account_path", Some("google_service_account")),
+            (
+                "gcp.service_account_key",
+                Some("google_service_account_key"),
+            ),
+            (
+                "gcp.application_credentials_path",
+                Some("google_application_credentials"),
+            ),
+            (
+                "azure.storage_account_name",
+                Some("azure_storage_account_name"),
+            ),
+            ("azure.allow-http", Some("azure_allow_http")),
+            ("format.type", None),
+            ("execution.keep_partition_by_columns", None),
+            ("aws.", None),
+        ];
+        for (sql, core) in cases {
+            assert_eq!(storage_key(sql).as_deref(), core, "{sql}");
+        }
+    }
+
+    #[test]
+    fn test_storage_values_are_kept_and_never_shown() {
+        let secret = "wJalrXUtnFEMI-K7MDENG-EXAMPLEKEY";
+        let options = ArrowsmithOptions::from_map(
+            &map(&[
+                ("aws.secret_access_key", secret),
+                ("aws.endpoint", "http://127.0.0.1:9000"),
+                ("format.type", "Trace::NFS::common"),
+            ]),
+            Format::DataSeries,
+        )
+        .unwrap();
+        assert_eq!(options.storage.get("aws_secret_access_key"), Some(secret));
+        assert_eq!(
+            options.storage.get("aws_endpoint_url"),
+            Some("http://127.0.0.1:9000")
+        );
+        let shown = format!("{options:?}");
+        assert!(shown.contains("aws_secret_access_key"), "{shown}");
+        assert!(!shown.contains(secret), "{shown}");
+
+        // A bad format key beside a credential: the error names the key, not the credential.
+        let e = ArrowsmithOptions::from_map(
+            &map(&[("aws.secret_access_key", secret), ("format.nope", "1")]),
+            Format::Jay,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("'format.nope'") && !e.contains(secret), "{e}");
     }
 }

@@ -6,6 +6,10 @@
 //! at the target path; a failed query, a failed write or a dropped stream leaves what was there
 //! before (the writer's temporary output is removed when it is dropped unfinished).
 //!
+//! A target on an object store (`COPY … TO 's3://bucket/out.jay'`) is handed to the core as the
+//! URL the statement gave; the core writes it through the process's registered storage (a
+//! multipart upload that completes only at `finish`), and without one fails before writing.
+//!
 //! The writer runs on tokio's blocking pool, fed through a channel of two batches, so the
 //! query keeps computing while the previous batch is encoded and written.
 
@@ -20,6 +24,7 @@ use async_trait::async_trait;
 use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
@@ -43,7 +48,7 @@ enum Message {
 }
 
 impl ArrowsmithSink {
-    /// A sink writing batches of `schema` to `path` as `format`.
+    /// A sink writing batches of `schema` to `path` (a local path or a URL) as `format`.
     pub fn new(
         format: Format,
         options: Arc<ArrowsmithOptions>,
@@ -76,14 +81,12 @@ impl ArrowsmithSink {
                  use COPY (…) TO a new path"
             )));
         }
-        if conf.object_store_url.as_str() != "file:///" {
-            return Err(DataFusionError::NotImplemented(format!(
-                "arrowsmith writes {format} to the local file system only, not to {}",
-                conf.object_store_url.as_str()
-            )));
-        }
         let url = conf.original_url.as_str();
-        let path = url.strip_prefix("file://").unwrap_or(url);
+        let path = if conf.object_store_url == ObjectStoreUrl::local_filesystem() {
+            url.strip_prefix("file://").unwrap_or(url)
+        } else {
+            url
+        };
         Ok(Self::new(
             format,
             options,
@@ -92,7 +95,7 @@ impl ArrowsmithSink {
         ))
     }
 
-    /// The output path.
+    /// The output path (or URL).
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -3,16 +3,23 @@
 //! with the scan's projection, limit and batch size.
 //!
 //! A "file" here may be a directory (a bcolz table, a Filo set): the opener gives the core reader
-//! a local path, whatever it names. Only the local file system is read, since the core readers
-//! map or open paths; a table on another object store is refused when the scan is planned.
+//! a local path, whatever it names. A file on another object store (`s3://bucket/`, …) is
+//! handed to the core as its URL, the store's URL followed by the object's path, which the core
+//! reads through the process's registered [`Storage`](arrowsmith::source::Storage); without
+//! one, the scan fails with the core's error saying so.
 //!
-//! Decoding happens as DataFusion polls the stream, on its threads, as for its own formats;
-//! opening (which reads and verifies a file's metadata) runs on tokio's blocking pool, once per
-//! file: the plan's entries of one file carry its one opened [`Input`] (see [`crate::inputs`]).
+//! The core readers block (on a memory map's page faults, on a remote object's requests), so
+//! none runs inside DataFusion's polls: opening (which reads and verifies a file's metadata)
+//! runs on tokio's blocking pool, once per file (the plan's entries of one file carry its one
+//! opened [`Input`], see [`crate::inputs`]), and each scan entry's reader runs there too,
+//! feeding a channel of [`READ_AHEAD`] batches that the stream polls. Dropping the stream (a
+//! satisfied `LIMIT`, a cancelled query) closes the channel, and the reader stops at its next
+//! batch.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use arrow::array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Schema, SchemaRef};
@@ -25,15 +32,16 @@ use datafusion::datasource::physical_plan::{
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::physical_expr::projection::ProjectionExprs;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr_common::sort_expr::LexOrdering;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::DisplayFormatType;
 use futures::{FutureExt, StreamExt};
-use object_store::ObjectStore;
+use object_store::{ObjectMeta, ObjectStore};
 
-use crate::inputs::{self, InputCache};
+use crate::inputs::{self, InputCache, Stamp};
 use crate::options::{ArrowsmithOptions, Scan};
 
 /// The scan of files of one arrowsmith format.
@@ -78,15 +86,9 @@ impl FileSource for ArrowsmithSource {
         base_config: &FileScanConfig,
         _partition: usize,
     ) -> Result<Arc<dyn FileOpener>> {
-        if base_config.object_store_url.as_str() != "file:///" {
-            return Err(DataFusionError::NotImplemented(format!(
-                "arrowsmith reads {} tables from the local file system only, not from {}",
-                self.format,
-                base_config.object_store_url.as_str()
-            )));
-        }
         let opener = Arc::new(ArrowsmithOpener {
             format: self.format,
+            store: base_config.object_store_url.clone(),
             file_schema: Arc::clone(self.table_schema.file_schema()),
             options: Arc::clone(&self.options),
             scan: Scan {
@@ -182,6 +184,7 @@ pub(crate) struct FragmentOf {
 /// from `inputs`) and reads its structure.
 pub(crate) fn fragment_groups(
     files: Vec<PartitionedFile>,
+    store: &ObjectStoreUrl,
     format: Format,
     options: &ArrowsmithOptions,
     inputs: &InputCache,
@@ -202,8 +205,10 @@ pub(crate) fn fragment_groups(
     };
     let mut pieces = Vec::new();
     for file in files {
-        let path = local_path(&file)?;
-        let input = inputs.input(&path, format, options).map_err(core_error)?;
+        let location = file_location(&file, store)?;
+        let input = inputs
+            .input(&location, file_stamp(&file).as_ref(), format, options)
+            .map_err(core_error)?;
         for fragment in input.fragments(target_rows).map_err(core_error)? {
             // The file's statistics describe the file, not the piece: the scan keeps the
             // table's totals.
@@ -227,23 +232,60 @@ pub(crate) fn fragment_groups(
     Ok(groups)
 }
 
-/// Where a scanned file is on the local file system: the path a table put in the file's
-/// extensions, else the object store location of a listed file.
+/// The dataset an [`crate::ArrowsmithTable`] put in a scan entry's extensions: a local path
+/// or a URL, as the core opens it (a directory, or a name the object store would
+/// percent-encode, reaches the core as is).
 #[derive(Debug, Clone)]
-pub(crate) struct LocalPath(pub PathBuf);
+pub(crate) struct DatasetPath(pub PathBuf);
 
-pub(crate) fn local_path(file: &PartitionedFile) -> Result<PathBuf> {
-    if let Some(LocalPath(path)) = file.extension::<LocalPath>() {
+/// Where a scan entry's file is, as the core opens it: the table's own path, else the
+/// listed object's location in `store`.
+pub(crate) fn file_location(file: &PartitionedFile, store: &ObjectStoreUrl) -> Result<PathBuf> {
+    if let Some(DatasetPath(path)) = file.extension::<DatasetPath>() {
         return Ok(path.clone());
     }
-    let local = object_store::local::LocalFileSystem::new();
-    local
-        .path_to_filesystem(&file.object_meta.location)
-        .map_err(|e| DataFusionError::ObjectStore(Box::new(e)))
+    object_location(store, &file.object_meta.location)
 }
+
+/// Where an object of `store` is, as the core opens it: a local path on the local file system,
+/// else the object's URL as the store's URL spells it (`s3://bucket/` and the object's path).
+pub(crate) fn object_location(
+    store: &ObjectStoreUrl,
+    location: &object_store::path::Path,
+) -> Result<PathBuf> {
+    if *store == ObjectStoreUrl::local_filesystem() {
+        return object_store::local::LocalFileSystem::new()
+            .path_to_filesystem(location)
+            .map_err(|e| DataFusionError::ObjectStore(Box::new(e)));
+    }
+    Ok(PathBuf::from(format!("{}{}", store.as_str(), location)))
+}
+
+/// The version of a listed object, as its store describes it; `None` for a table's own entry,
+/// whose listing meta is made up (its input is kept by the local file's own stamp).
+fn file_stamp(file: &PartitionedFile) -> Option<Stamp> {
+    if file.extension::<DatasetPath>().is_some() {
+        return None;
+    }
+    Some(object_stamp(&file.object_meta))
+}
+
+/// The version of a listed object: its size, time and ETag.
+pub(crate) fn object_stamp(object: &ObjectMeta) -> Stamp {
+    Stamp {
+        size: object.size,
+        modified: Some(SystemTime::from(object.last_modified)),
+        version: object.e_tag.clone(),
+    }
+}
+
+/// How many decoded batches a scan entry's reader keeps ahead of the query: enough that
+/// decoding and the query overlap, few enough that an abandoned scan has decoded little.
+pub(crate) const READ_AHEAD: usize = 2;
 
 struct ArrowsmithOpener {
     format: Format,
+    store: ObjectStoreUrl,
     file_schema: SchemaRef,
     options: Arc<ArrowsmithOptions>,
     scan: Scan,
@@ -251,7 +293,7 @@ struct ArrowsmithOpener {
 
 impl FileOpener for ArrowsmithOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
-        let path = local_path(&file)?;
+        let location = file_location(&file, &self.store)?;
         let format = self.format;
         let options = Arc::clone(&self.options);
         let mut scan = self.scan.clone();
@@ -265,35 +307,186 @@ impl FileOpener for ArrowsmithOpener {
         let piece = file.extension::<FragmentOf>().cloned();
         let scan = options.read_options(format, &scan).scan;
         Ok(async move {
+            let opened = location.clone();
             let reader = tokio::task::spawn_blocking(move || match &piece {
                 Some(piece) => piece.input.fragment_reader(&piece.fragment, &scan),
-                None => inputs::open(&path, format, &options)?.reader(&scan),
+                None => inputs::open(&opened, format, &options)?.reader(&scan),
             })
             .await
             .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
             .map_err(core_error)?;
-            let empty = Arc::new(Schema::empty());
-            let stream = futures::stream::iter(reader).map(move |batch| {
-                let batch = batch?;
-                if rows_only {
-                    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-                    Ok(RecordBatch::try_new_with_options(
-                        Arc::clone(&empty),
-                        vec![],
-                        &options,
-                    )?)
-                } else {
-                    Ok(batch)
-                }
-            });
-            Ok(stream.boxed())
+            Ok(read_ahead(reader, rows_only, location))
         }
         .boxed())
     }
+}
+
+/// The batches of `reader`, decoded on tokio's blocking pool [`READ_AHEAD`] batches ahead of
+/// the stream; the reader stops when the stream is dropped. With `rows_only`, each batch is
+/// its row count alone. `location` names the file in the tests' record of what each reader
+/// decoded.
+fn read_ahead(
+    reader: Box<dyn arrow::array::RecordBatchReader + Send>,
+    rows_only: bool,
+    location: PathBuf,
+) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(READ_AHEAD);
+    let producer = tokio::task::spawn_blocking(move || {
+        let empty = Arc::new(Schema::empty());
+        #[cfg(test)]
+        let mut sent = tests::Produced::start(location);
+        #[cfg(not(test))]
+        let _ = location;
+        for batch in reader {
+            let batch = batch.map_err(DataFusionError::from).and_then(|batch| {
+                if !rows_only {
+                    return Ok(batch);
+                }
+                let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+                Ok(RecordBatch::try_new_with_options(
+                    Arc::clone(&empty),
+                    vec![],
+                    &options,
+                )?)
+            });
+            let failed = batch.is_err();
+            // The stream was dropped: nobody reads on, so neither does the reader.
+            if sender.blocking_send(batch).is_err() || failed {
+                return;
+            }
+            #[cfg(test)]
+            sent.batch();
+        }
+    });
+    // The channel ends when the reader does; a reader that panicked ends it too, and its
+    // join error is the stream's last item, so a scan never ends short without an error.
+    let state = (receiver, Some(producer));
+    futures::stream::unfold(state, |(mut receiver, producer)| async move {
+        if let Some(item) = receiver.recv().await {
+            return Some((item, (receiver, producer)));
+        }
+        match producer?.await {
+            Ok(()) => None,
+            Err(e) => Some((
+                Err(DataFusionError::ExecutionJoin(Box::new(e))),
+                (receiver, None),
+            )),
+        }
+    })
+    .boxed()
 }
 
 /// An arrowsmith error as a DataFusion error that displays it whole (file, offset, what was
 /// wrong) and keeps it reachable through `std::error::Error::source`.
 pub(crate) fn core_error(e: arrowsmith::Error) -> DataFusionError {
     DataFusionError::External(Box::new(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use arrow::array::{ArrayRef, Int64Array, RecordBatchIterator, StringArray};
+    use datafusion::prelude::{SessionConfig, SessionContext};
+
+    use super::*;
+    use crate::SessionContextArrowsmithExt;
+
+    /// Each reader that ended, with the file it read and the batches it handed to its stream.
+    static FINISHED: Mutex<Vec<(PathBuf, usize)>> = Mutex::new(Vec::new());
+
+    /// The record of one reader thread, kept when the thread ends.
+    pub(super) struct Produced {
+        location: PathBuf,
+        batches: usize,
+    }
+
+    impl Produced {
+        pub(super) fn start(location: PathBuf) -> Self {
+            Produced {
+                location,
+                batches: 0,
+            }
+        }
+
+        pub(super) fn batch(&mut self) {
+            self.batches += 1;
+        }
+    }
+
+    impl Drop for Produced {
+        fn drop(&mut self) {
+            let mut finished = FINISHED.lock().unwrap_or_else(|e| e.into_inner());
+            finished.push((self.location.clone(), self.batches));
+        }
+    }
+
+    /// The batches handed on by the readers of `path` that ended, waiting up to ten seconds
+    /// for `readers` of them.
+    fn finished_readers(path: &Path, readers: usize) -> Vec<usize> {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let finished: Vec<usize> = FINISHED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|(location, _)| location == path)
+                .map(|(_, batches)| *batches)
+                .collect();
+            if finished.len() >= readers || Instant::now() > until {
+                return finished;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A DataSeries file of `rows` rows (an id and a text), zlib-compressed.
+    fn compressed_ds(path: &Path, rows: i64) {
+        let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows));
+        let texts: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..rows).map(|i| format!("row {i} of {}", (i * 7919) % 1_000_003)),
+        ));
+        let batch = RecordBatch::try_from_iter([("id", ids), ("text", texts)]).unwrap();
+        let mut options = arrowsmith::WriteOptions {
+            compression: Some("zlib".into()),
+            ..Default::default()
+        };
+        options.dataseries = options.dataseries.with_extent_size(256 * 1024);
+        let reader = RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
+        arrowsmith::write_all(reader, path, &options).unwrap();
+    }
+
+    async fn session_over(path: &Path, batch_size: usize) -> SessionContext {
+        let config = SessionConfig::new()
+            .with_target_partitions(1)
+            .with_batch_size(batch_size);
+        let ctx = SessionContext::new_with_config(config);
+        ctx.register_arrowsmith().unwrap();
+        let sql = format!(
+            "CREATE EXTERNAL TABLE t STORED AS DATASERIES LOCATION '{}'",
+            path.display()
+        );
+        ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        ctx
+    }
+
+    #[tokio::test]
+    async fn a_satisfied_limit_stops_the_reader_within_its_read_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.ds");
+        compressed_ds(&path, 200_000);
+        let ctx = session_over(&path, 1024).await;
+        // The filter keeps the limit from reaching the reader: the stream is dropped instead.
+        let sql = "SELECT id FROM t WHERE id % 1000 = 7 LIMIT 1";
+        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, 1);
+        let readers = finished_readers(&path, 1);
+        assert_eq!(readers.len(), 1, "the reader did not stop: {readers:?}");
+        // The batch that answered, those read ahead, and what the query's operators pulled
+        // on the way; not the file's ~200 batches.
+        assert!(readers[0] <= 8, "{} batches were decoded", readers[0]);
+    }
 }

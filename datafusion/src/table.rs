@@ -5,8 +5,13 @@
 //!
 //! DataFusion's `ListingTable` lists a directory's files, which is wrong for a bcolz table or a
 //! Filo set: their files are parts of one dataset. This table keeps such a directory whole and
-//! builds the same scan as [`crate::ArrowsmithFormat`] does, an [`ArrowsmithSource`] over local
-//! paths, so the two share the opener, the statistics and the partitioning.
+//! builds the same scan as [`crate::ArrowsmithFormat`] does, an [`ArrowsmithSource`] over its
+//! datasets, so the two share the opener, the statistics and the partitioning.
+//!
+//! A location may be a URL (`s3://bucket/t.bcolz`, a dataset's key prefix; `s3://bucket/t.jay`):
+//! the core opens it through the process's registered storage. A URL ending in `/` names a
+//! prefix of files, which DataFusion lists through its object store: that is a listing table
+//! (`CREATE EXTERNAL TABLE … STORED AS JAY LOCATION 's3://bucket/dir/'`), not this one.
 //!
 //! Opening a table reads each file's metadata (schema and row count) once, on the calling
 //! thread; [`ArrowsmithTable::open`] does it on tokio's blocking pool.
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
+use arrowsmith::source::is_url;
 use arrowsmith::{Error, Format};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
@@ -31,17 +37,17 @@ use datafusion::logical_expr::{CreateExternalTable, Expr};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::inputs::InputCache;
-use crate::options::ArrowsmithOptions;
-use crate::source::{core_error, fragment_groups, ArrowsmithSource, LocalPath};
+use crate::options::{check_remote, ArrowsmithOptions};
+use crate::source::{core_error, fragment_groups, ArrowsmithSource, DatasetPath};
 use crate::statistics::file_statistics;
 
-/// One table over local arrowsmith data of one format and one schema.
+/// One table over arrowsmith data of one format and one schema.
 pub struct ArrowsmithTable {
     format: Format,
     options: Arc<ArrowsmithOptions>,
     /// The files' opened inputs (see [`crate::inputs`]).
     inputs: Arc<InputCache>,
-    /// The datasets, absolute and sorted; a bcolz or Filo directory is one.
+    /// The datasets, absolute and sorted (or one URL); a bcolz or Filo directory is one.
     paths: Vec<PathBuf>,
     schema: SchemaRef,
     /// Per path, in the table's schema.
@@ -67,13 +73,17 @@ impl ArrowsmithTable {
         options: ArrowsmithOptions,
     ) -> Result<Self> {
         let location = strip_file_scheme(location.as_ref());
-        let (format, paths) = resolve(&location, format).map_err(core_error)?;
+        let (format, paths) = if is_url(&location) {
+            resolve_url(&location, format).map_err(core_error)?
+        } else {
+            resolve(&location, format).map_err(core_error)?
+        };
         let inputs = Arc::new(InputCache::default());
         let mut schema: Option<SchemaRef> = None;
         let mut opened = Vec::with_capacity(paths.len());
         for path in &paths {
             let input = inputs
-                .input(path, format, &options)
+                .input(path, None, format, &options)
                 .map_err(|e| core_error(e.with_file(path)))?;
             let file_schema = input.schema();
             opened.push(input);
@@ -155,13 +165,14 @@ impl TableProvider for ArrowsmithTable {
             .paths
             .iter()
             .zip(&self.statistics)
-            .map(|(path, statistics)| local_file(path, statistics.clone()))
+            .map(|(path, statistics)| dataset_file(path, statistics.clone()))
             .collect();
         let partitions = state.config_options().execution.target_partitions;
         let (format, options) = (self.format, Arc::clone(&self.options));
         let inputs = Arc::clone(&self.inputs);
         let groups = tokio::task::spawn_blocking(move || {
-            fragment_groups(files, format, &options, &inputs, partitions)
+            let store = ObjectStoreUrl::local_filesystem();
+            fragment_groups(files, &store, format, &options, &inputs, partitions)
         })
         .await
         .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))??;
@@ -185,17 +196,41 @@ impl ArrowsmithTable {
     }
 }
 
-/// A scan's file entry for a local dataset; the path rides along as an extension, so that a
-/// directory or a name the object store would percent-encode reaches the core reader as is.
-pub(crate) fn local_file(path: &Path, statistics: Statistics) -> PartitionedFile {
-    let size = if path.is_dir() {
+/// A scan's file entry for a dataset (a local path or a URL); the path rides along as an
+/// extension, so that a directory or a name the object store would percent-encode reaches the
+/// core reader as is.
+pub(crate) fn dataset_file(path: &Path, statistics: Statistics) -> PartitionedFile {
+    let size = if is_url(path) || path.is_dir() {
         0
     } else {
         std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
     };
     PartitionedFile::new(path.display().to_string(), size)
-        .with_extension(LocalPath(path.to_path_buf()))
+        .with_extension(DatasetPath(path.to_path_buf()))
         .with_statistics(Arc::new(statistics))
+}
+
+/// The format and the dataset of a URL: the object, or a bcolz or Filo dataset's key prefix
+/// (without its trailing `/`). A prefix of files is DataFusion's to list.
+fn resolve_url(url: &Path, format: Option<Format>) -> arrowsmith::Result<(Format, Vec<PathBuf>)> {
+    check_remote(url)?;
+    let format = match format {
+        Some(f) => f,
+        None => Format::detect(url)?,
+    };
+    let text = url.to_string_lossy();
+    let Some(prefix) = text.strip_suffix('/') else {
+        return Ok((format, vec![url.to_path_buf()]));
+    };
+    if format.is_directory() {
+        return Ok((format, vec![PathBuf::from(prefix)]));
+    }
+    Err(Error::invalid_argument(format!(
+        "a URL ending in / is a prefix of {format} files, which DataFusion lists: \
+         CREATE EXTERNAL TABLE … STORED AS {} LOCATION '{text}' reads it",
+        format.name().to_ascii_uppercase()
+    ))
+    .with_file(url))
 }
 
 fn strip_file_scheme(location: &Path) -> PathBuf {

@@ -676,3 +676,90 @@ async fn insert_into_a_legacy_table_is_refused_and_leaves_its_files_alone() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// The result of running `sql` to its end, or its first error.
+async fn outcome(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
+    ctx.sql(sql).await?.collect().await
+}
+
+/// A session whose `s3://bucket` is an in-memory store holding a Jay file of one `id` column
+/// at `data/t.jay`, registered as a front end registers the store of a URL.
+async fn session_with_a_bucket() -> SessionContext {
+    use object_store::{memory::InMemory, path::Path as ObjectPath, ObjectStoreExt, PutPayload};
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("t.jay");
+    let ids: arrow::array::ArrayRef = Arc::new(arrow::array::Int64Array::from(vec![1, 2, 3]));
+    let batch = RecordBatch::try_from_iter([("id", ids)]).unwrap();
+    let reader = arrow::array::RecordBatchIterator::new([Ok(batch.clone())], batch.schema());
+    arrowsmith::write_all(reader, &local, &Default::default()).unwrap();
+    let store = InMemory::new();
+    let bytes = std::fs::read(&local).unwrap();
+    store
+        .put(&ObjectPath::from("data/t.jay"), PutPayload::from(bytes))
+        .await
+        .unwrap();
+    let ctx = session();
+    arrowsmith_datafusion::register_object_store(&ctx, "s3://bucket", Arc::new(store)).unwrap();
+    ctx
+}
+
+const SECRET: &str = "wJalrXUtnFEMI-K7MDENG-EXAMPLEKEY";
+
+#[tokio::test]
+async fn a_table_on_an_object_store_is_read_by_url_and_fails_clearly_without_storage() {
+    let ctx = session_with_a_bucket().await;
+    let options =
+        format!("OPTIONS ('aws.access_key_id' 'AKIDEXAMPLE', 'aws.secret_access_key' '{SECRET}')");
+    // Declared columns: nothing is read until the scan, which hands the core the object's URL.
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE declared (id BIGINT) STORED AS JAY \
+             LOCATION 's3://bucket/data/t.jay' {options}"
+        ),
+    )
+    .await;
+    // Planning the scan opens the object (to split it into fragments): EXPLAIN shows why it
+    // cannot, and no credential.
+    let plan = explain(&ctx, "SELECT id FROM declared").await;
+    assert!(plan.contains("no remote storage is registered"), "{plan}");
+    assert!(!plan.contains(SECRET), "{plan}");
+    let scan = outcome(&ctx, "SELECT id FROM declared").await.unwrap_err();
+    let ours = arrowsmith_error(&scan).unwrap_or_else(|| panic!("not the core's error: {scan}"));
+    assert_eq!(ours.class(), arrowsmith::ErrorClass::Unsupported, "{ours}");
+    let text = scan.to_string();
+    assert!(text.contains("no remote storage is registered"), "{text}");
+    assert!(text.contains("s3://bucket/data/t.jay"), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+
+    // A prefix ending in / is a directory of files, listed through the registered store;
+    // each listed object is opened by its URL, here when the schema is inferred.
+    for location in ["s3://bucket/data/", "s3://bucket/data/t.jay"] {
+        let sql = format!("CREATE EXTERNAL TABLE t STORED AS JAY LOCATION '{location}' {options}");
+        let e = outcome(&ctx, &sql).await.unwrap_err().to_string();
+        assert!(e.contains("no remote storage is registered"), "{e}");
+        assert!(e.contains("s3://bucket/data/t.jay"), "{e}");
+        assert!(!e.contains(SECRET), "{e}");
+    }
+
+    // A bcolz dataset's key prefix is one table.
+    let sql = "CREATE EXTERNAL TABLE b STORED AS BCOLZ LOCATION 's3://bucket/t.bcolz/'";
+    let e = outcome(&ctx, sql).await.unwrap_err().to_string();
+    assert!(e.contains("no remote storage is registered"), "{e}");
+    assert!(e.contains("s3://bucket/t.bcolz"), "{e}");
+}
+
+#[tokio::test]
+async fn copy_to_a_url_goes_to_the_core_and_fails_clearly_without_storage() {
+    let ctx = session();
+    let sql = format!(
+        "COPY (SELECT 1 AS x) TO 's3://bucket/out.jay' OPTIONS ('aws.secret_access_key' '{SECRET}')"
+    );
+    let e = outcome(&ctx, &sql).await.unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("no remote storage is registered"), "{text}");
+    assert!(text.contains("s3://bucket/out.jay"), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+    // Nothing was written to a local path spelled like the URL.
+    assert!(!Path::new("s3:").exists());
+}
