@@ -3,15 +3,18 @@
 
 mod common;
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::Buffer;
 use arrow_schema::{DataType, TimeUnit};
-use arrowsmith::jay::{ColumnInfo, JayFile, Layout, ReaderBuilder, Stats};
-use arrowsmith::Error;
+use arrowsmith::jay::{self, ColumnInfo, JayFile, Layout, ReaderBuilder, Stats};
+use arrowsmith::source::{ByteSource, Counting, Counts, LocalFile};
+use arrowsmith::{Error, FragmentRange};
 use common::data;
 use serde_json::Value;
 
@@ -458,4 +461,473 @@ fn rows_without_data_count_against_the_dataless_cap() {
     // The rows of a frame with a column of data are backed by its bytes: no cap applies.
     let tiny = data("jay").join("tiny.jay");
     assert_eq!(read(&tiny, 0).unwrap(), 3);
+}
+
+// ---- Reading by ranges: a source that is not local (`Counting` reads as a remote object) ----
+
+/// Bytes a ranged open fetches besides the meta: the 8-byte header and the file's last 64 KiB.
+const TAIL: u64 = 64 << 10;
+
+/// The fixture `bytes` with `PAD` zero bytes between the data section and the meta: still a
+/// valid Jay file (buffers are placed from byte 8, the meta from the end), whose data lies
+/// outside the tail an open fetches, so that every read of it goes to the source.
+fn padded(bytes: &[u8]) -> Vec<u8> {
+    const PAD: usize = 128 << 10;
+    let n = bytes.len();
+    let meta_size = u64::from_le_bytes(bytes[n - 16..n - 8].try_into().unwrap()) as usize;
+    let meta_start = n - 16 - meta_size;
+    let mut out = bytes[..meta_start].to_vec();
+    out.resize(meta_start + PAD, 0);
+    out.extend_from_slice(&bytes[meta_start..]);
+    out
+}
+
+/// A source whose buffers all start at odd addresses, as a remote client's may.
+#[derive(Debug)]
+struct Unaligned(LocalFile);
+
+impl ByteSource for Unaligned {
+    fn location(&self) -> &str {
+        self.0.location()
+    }
+
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> arrowsmith::Result<Vec<Buffer>> {
+        let buffers = self.0.read_ranges(ranges)?;
+        Ok(buffers
+            .iter()
+            .map(|b| {
+                let mut shifted = Vec::with_capacity(b.len() + 1);
+                shifted.push(0);
+                shifted.extend_from_slice(b);
+                Buffer::from_vec(shifted).slice(1)
+            })
+            .collect())
+    }
+}
+
+/// The Jay file `source` reads, opened by ranges, and what the open fetched.
+fn open_counted<S: ByteSource + 'static>(source: S) -> (Arc<JayFile>, Arc<Counts>) {
+    let source = Counting::new(source);
+    let counts = source.counts();
+    let file = JayFile::open_source(Arc::new(source), false).unwrap();
+    (Arc::new(file), counts)
+}
+
+fn collect(builder: ReaderBuilder, file: &Arc<JayFile>) -> Result<Vec<RecordBatch>, Error> {
+    builder
+        .build_from_file(Arc::clone(file))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::from)
+}
+
+/// Every way the tests read a file: whole (in batches of 2 rows, and of the default size), each
+/// column alone, every other column, three limits, and each fragment of about a third of the
+/// rows (as `arrowsmith::open_fragment` reads one).
+fn reads(file: &JayFile) -> Vec<(String, ReaderBuilder)> {
+    let ncols = file.schema().fields().len();
+    let nrows = file.info().nrows as usize;
+    let mut reads = vec![
+        ("whole".to_owned(), ReaderBuilder::new().with_batch_size(2)),
+        ("whole, one batch".to_owned(), ReaderBuilder::new()),
+    ];
+    for c in (0..ncols).filter(|&c| c < 20 || c + 2 > ncols) {
+        let builder = ReaderBuilder::new().with_batch_size(3).with_projection([c]);
+        reads.push((format!("column {c}"), builder));
+    }
+    let odd: Vec<usize> = (1..ncols).step_by(2).collect();
+    reads.push((
+        "odd columns".to_owned(),
+        ReaderBuilder::new().with_projection(odd),
+    ));
+    for limit in [0, 1, nrows / 2] {
+        let builder = ReaderBuilder::new().with_batch_size(2).with_limit(limit);
+        reads.push((format!("limit {limit}"), builder));
+    }
+    for span in jay::fragments(file, (nrows / 3).max(1)).unwrap() {
+        let builder = ReaderBuilder::new()
+            .with_batch_size(2)
+            .with_range(span.range);
+        reads.push((format!("fragment {:?}", span.range), builder));
+    }
+    reads
+}
+
+/// Bytes of the buffers of column `c` (validity, values or offsets, string bytes).
+fn column_bytes(file: &JayFile, c: usize) -> u64 {
+    let column = &file.info().columns[c];
+    [column.validity, column.data, column.strdata]
+        .iter()
+        .flatten()
+        .map(|b| b.length)
+        .sum()
+}
+
+#[test]
+fn every_fixture_read_by_ranges_equals_its_local_read() {
+    let mut checked = 0;
+    for (name, entry) in manifest() {
+        if entry["expect"] != "ok" {
+            continue;
+        }
+        let path = data("jay").join(&name);
+        let local = Arc::new(JayFile::open(&path).unwrap());
+        let bytes = std::fs::read(&path).unwrap();
+        let meta_size = local.info().meta_size;
+        let opened = [
+            ("as it is", open_counted(LocalFile::open(&path).unwrap())),
+            (
+                "padded",
+                open_counted(LocalFile::from_bytes(&path, padded(&bytes))),
+            ),
+            (
+                "padded, unaligned",
+                open_counted(Unaligned(LocalFile::from_bytes(&path, padded(&bytes)))),
+            ),
+        ];
+        for (how, (remote, counts)) in opened {
+            // The open fetched the header and the tail, or the meta when it is larger; only
+            // an array of voids (whose row count is its parent's last offset) takes a third
+            // trip, for that offset.
+            let trips = if how != "as it is" && name == "arr_void.jay" {
+                3
+            } else {
+                2
+            };
+            assert!(
+                counts.round_trips() <= trips,
+                "{name} ({how}): {} round trips to open",
+                counts.round_trips()
+            );
+            let most = 8 + TAIL.max(meta_size + 16 + 8) + 8 * (trips - 2);
+            assert!(
+                counts.bytes() <= most,
+                "{name} ({how}): the open fetched {} bytes, more than {most}",
+                counts.bytes()
+            );
+            assert_eq!(remote.schema(), local.schema(), "{name} ({how})");
+            // Debug text, as NaN stats are not equal to themselves.
+            assert_eq!(
+                format!("{:?}", remote.info().columns),
+                format!("{:?}", local.info().columns),
+                "{name} ({how})"
+            );
+            for (what, builder) in reads(&local) {
+                let expected = collect(builder.clone(), &local);
+                let got = collect(builder, &remote);
+                match (expected, got) {
+                    (Ok(expected), Ok(got)) => {
+                        assert_eq!(got, expected, "{name} ({how}), {what}")
+                    }
+                    (expected, got) => panic!(
+                        "{name} ({how}), {what}: read by ranges {:?}, locally {:?}",
+                        got.err(),
+                        expected.err()
+                    ),
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 40, "only {checked} good fixtures found");
+}
+
+#[test]
+fn every_bad_fixture_read_by_ranges_fails_with_its_class() {
+    let mut checked = 0;
+    for (name, entry) in manifest() {
+        if entry["expect"] != "error" {
+            continue;
+        }
+        let class = entry["error_class"].as_str().unwrap();
+        let path = data("jay").join(&name);
+        let source = Counting::new(LocalFile::open(&path).unwrap());
+        let outcome = JayFile::open_source(Arc::new(source), false)
+            .and_then(|file| collect(ReaderBuilder::new(), &Arc::new(file)));
+        let error = outcome.expect_err(&name);
+        assert_eq!(error.class().as_str(), class, "{name}: {error}");
+        assert!(error.to_string().contains(&name), "{name}: {error}");
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} bad fixtures found");
+}
+
+#[test]
+fn damage_past_the_tail_is_found_by_the_reads_of_the_damaged_column() {
+    // Each a patch of a small fixture; padded, its data lies outside the tail the open
+    // fetches. The open succeeds, the other columns read, and the damaged column fails with
+    // the class the whole read gives, naming the file, the column and the byte offset.
+    for (name, column) in [
+        ("bad/str_offsets_decreasing.jay", "B"),
+        ("bad/str_offset_beyond_strdata.jay", "B"),
+        ("bad/str_invalid_utf8.jay", "B"),
+        ("bad/bool8_value_2.jay", "b8"),
+        ("bad/array_offsets_beyond_child.jay", "ai"),
+    ] {
+        let class = manifest()[name]["error_class"].as_str().unwrap().to_owned();
+        let path = data("jay").join(name);
+        let bytes = padded(&std::fs::read(&path).unwrap());
+        let (file, _) = open_counted(LocalFile::from_bytes(&path, bytes));
+        let names: Vec<String> = file
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        for other in names.iter().filter(|n| *n != column) {
+            let read = collect(
+                ReaderBuilder::new().with_projection([other.as_str()]),
+                &file,
+            );
+            assert!(read.is_ok(), "{name}, column {other}: {:?}", read.err());
+        }
+        // The last row alone, and the first alone: a fragment that does not hold the bad
+        // value still checks the column's last offset.
+        let nrows = file.info().nrows;
+        let mut failures = 0;
+        for range in [
+            FragmentRange::Whole,
+            FragmentRange::Rows {
+                start: nrows - 1,
+                end: nrows,
+            },
+        ] {
+            let builder = ReaderBuilder::new()
+                .with_projection([column])
+                .with_range(range);
+            if let Err(error) = collect(builder, &file) {
+                failures += 1;
+                assert_eq!(error.class().as_str(), class, "{name}: {error}");
+                let text = error.to_string();
+                assert!(
+                    text.contains(name)
+                        && text.contains(&format!("{column:?}"))
+                        && text.contains("at byte"),
+                    "{name}: {text}"
+                );
+            }
+        }
+        assert!(
+            failures >= 1,
+            "{name}: the damaged column read without error"
+        );
+    }
+    // A string column's last offset is checked by any read of the column, whatever its rows.
+    let path = data("jay").join("bad/str_offsets_decreasing.jay");
+    let bytes = padded(&std::fs::read(&path).unwrap());
+    let (file, _) = open_counted(LocalFile::from_bytes(&path, bytes));
+    let first_row = ReaderBuilder::new().with_projection(["B"]).with_limit(1);
+    let error = collect(first_row, &file).unwrap_err();
+    assert!(
+        error.to_string().contains("the last string offset is 0"),
+        "{error}"
+    );
+}
+
+/// A ten-column frame of `rows` rows written by arrowsmith's Jay writer: int32, float64,
+/// str32, int64, bool8, int8, int16, float32, date32, str64, each with NAs.
+fn write_ten_columns(path: &Path, rows: usize) {
+    use arrow_array::{
+        BooleanArray, Date32Array, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
+        Int8Array, LargeStringArray, StringArray,
+    };
+    use arrow_schema::{Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("i32", DataType::Int32, true),
+        Field::new("f64", DataType::Float64, true),
+        Field::new("s32", DataType::Utf8, true),
+        Field::new("i64", DataType::Int64, true),
+        Field::new("b8", DataType::Boolean, true),
+        Field::new("i8", DataType::Int8, true),
+        Field::new("i16", DataType::Int16, true),
+        Field::new("f32", DataType::Float32, true),
+        Field::new("d32", DataType::Date32, true),
+        Field::new("s64", DataType::LargeUtf8, true),
+    ]));
+    let options = jay::WriterOptions::default().with_durable(false);
+    let mut writer = jay::Writer::try_new(path, schema.clone(), options).unwrap();
+    let mut rng = common::Rng(0x9E37_79B9_7F4A_7C15);
+    for start in (0..rows).step_by(65_536) {
+        let n = 65_536.min(rows - start);
+        let values: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+        let na = |i: usize| values[i] % 31 == 0;
+        let pick = |i: usize| (!na(i)).then_some(values[i]);
+        let text = |i: usize| pick(i).map(|v| format!("{:x}", v >> (v % 48)));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| v as i32 >> 1)),
+            )),
+            Arc::new(Float64Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| v as f64)),
+            )),
+            Arc::new(StringArray::from_iter((0..n).map(text))),
+            Arc::new(Int64Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| v as i64 >> 1)),
+            )),
+            Arc::new(BooleanArray::from_iter(
+                (0..n).map(|i| pick(i).map(|v| v & 1 == 1)),
+            )),
+            Arc::new(Int8Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| (v % 100) as i8)),
+            )),
+            Arc::new(Int16Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| (v % 9999) as i16)),
+            )),
+            Arc::new(Float32Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| v as f32)),
+            )),
+            Arc::new(Date32Array::from_iter(
+                (0..n).map(|i| pick(i).map(|v| (v % 40_000) as i32)),
+            )),
+            Arc::new(LargeStringArray::from_iter((0..n).map(text))),
+        ];
+        writer
+            .write(&RecordBatch::try_new(schema.clone(), columns).unwrap())
+            .unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+#[test]
+fn a_fragment_read_by_ranges_fetches_its_share_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ten_columns.jay");
+    let rows = 200_000;
+    write_ten_columns(&path, rows);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let local = Arc::new(JayFile::open(&path).unwrap());
+    let spans = jay::fragments(&local, rows / 8).unwrap();
+    assert_eq!(spans.len(), 8);
+    for span in spans {
+        let (file, counts) = open_counted(LocalFile::open(&path).unwrap());
+        let opened = (counts.round_trips(), counts.bytes());
+        assert!(opened.0 <= 2 && opened.1 <= 8 + TAIL, "open: {opened:?}");
+        let builder = ReaderBuilder::new().with_range(span.range);
+        let got = collect(builder.clone(), &file).unwrap();
+        assert_eq!(got, collect(builder, &local).unwrap(), "{:?}", span.range);
+        let most = span.bytes + span.bytes / 4 + TAIL;
+        eprintln!(
+            "fragment {:?} of a {size}-byte file (share {} bytes): open {} trips {} bytes; \
+             in all {} trips {} bytes",
+            span.range,
+            span.bytes,
+            opened.0,
+            opened.1,
+            counts.round_trips(),
+            counts.bytes()
+        );
+        assert!(
+            counts.bytes() <= most,
+            "fragment {:?}: {} bytes fetched, more than {most} (1.25 x its share of {} + 64 KiB)",
+            span.range,
+            counts.bytes(),
+            span.bytes
+        );
+    }
+
+    // datatable's own layout: oldstyle_rbound.jay (6000 rows of str32, int32 and bool8 from a
+    // chunked fread), padded so that its data lies outside the tail.
+    let path = data("jay").join("oldstyle_rbound.jay");
+    let bytes = padded(&std::fs::read(&path).unwrap());
+    let local = Arc::new(JayFile::open(&path).unwrap());
+    let data_bytes: u64 = (0..3).map(|c| column_bytes(&local, c)).sum();
+    let spans = jay::fragments(&local, 1000).unwrap();
+    assert_eq!(spans.len(), 6);
+    for span in spans {
+        let (file, counts) = open_counted(LocalFile::from_bytes(&path, bytes.clone()));
+        counts.reset();
+        let builder = ReaderBuilder::new().with_range(span.range);
+        let got = collect(builder.clone(), &file).unwrap();
+        assert_eq!(got, collect(builder, &local).unwrap(), "{:?}", span.range);
+        let share = data_bytes / 6;
+        eprintln!(
+            "oldstyle_rbound.jay fragment {:?} (data share {share} of {data_bytes} bytes, \
+             file {} bytes padded): read {} trips {} bytes",
+            span.range,
+            bytes.len(),
+            counts.round_trips(),
+            counts.bytes()
+        );
+        assert!(
+            counts.bytes() <= share + share / 4 + 1024,
+            "{:?}: {} bytes fetched for a share of {share}",
+            span.range,
+            counts.bytes()
+        );
+    }
+}
+
+#[test]
+fn a_one_column_projection_fetches_about_that_columns_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ten_columns.jay");
+    write_ten_columns(&path, 200_000);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let local = Arc::new(JayFile::open(&path).unwrap());
+    for c in 0..10 {
+        let (file, counts) = open_counted(LocalFile::open(&path).unwrap());
+        let opened = counts.bytes();
+        let builder = ReaderBuilder::new().with_projection([c]);
+        let got = collect(builder.clone(), &file).unwrap();
+        assert_eq!(got, collect(builder, &local).unwrap(), "column {c}");
+        let column = column_bytes(&local, c);
+        let read = counts.bytes() - opened;
+        eprintln!(
+            "column {c} of a {size}-byte file: {column} bytes of buffers; fetched {read} bytes \
+             in {} trips after an open of {opened} bytes",
+            counts.round_trips()
+        );
+        // A few bytes per batch: starts rounded down to 8, the offset shared by two batches,
+        // the byte after a batch's text.
+        assert!(
+            read <= column + column / 100 + 1024,
+            "column {c}: {read} bytes"
+        );
+        assert!(read + opened >= column, "column {c}: {read} bytes");
+        assert!(read + opened <= column + column / 100 + 1024 + TAIL + 8);
+    }
+
+    // datatable's own files: a column of wide_1000.jay (1000 columns, 3 rows, a meta larger
+    // than the tail) and the int32 column of oldstyle_rbound.jay, padded.
+    let path = data("jay").join("wide_1000.jay");
+    let local = Arc::new(JayFile::open(&path).unwrap());
+    let meta = local.info().meta_size;
+    for c in [0, 1, 2, 3, 500, 998, 999] {
+        let (file, counts) = open_counted(LocalFile::open(&path).unwrap());
+        let opened = counts.bytes();
+        assert_eq!(counts.round_trips(), 2, "the meta is larger than the tail");
+        assert!(opened <= 8 + meta + 16 + 8, "{opened} bytes to open");
+        let builder = ReaderBuilder::new().with_projection([c]);
+        let got = collect(builder.clone(), &file).unwrap();
+        assert_eq!(got, collect(builder, &local).unwrap(), "column {c}");
+        let column = column_bytes(&local, c);
+        let read = counts.bytes() - opened;
+        eprintln!(
+            "wide_1000.jay column {c}: {column} bytes of buffers; fetched {read} bytes in {} \
+             trips after an open of {opened} bytes ({} bytes in the file)",
+            counts.round_trips() - 2,
+            local.info().file_size
+        );
+        assert!(read <= column + 16, "column {c}: {read} bytes");
+    }
+    let path = data("jay").join("oldstyle_rbound.jay");
+    let bytes = padded(&std::fs::read(&path).unwrap());
+    let local = Arc::new(JayFile::open(&path).unwrap());
+    let (file, counts) = open_counted(LocalFile::from_bytes(&path, bytes.clone()));
+    let opened = counts.bytes();
+    let builder = ReaderBuilder::new().with_projection(["I"]);
+    let got = collect(builder.clone(), &file).unwrap();
+    assert_eq!(got, collect(builder, &local).unwrap());
+    let column = column_bytes(&local, 1);
+    let read = counts.bytes() - opened;
+    eprintln!(
+        "oldstyle_rbound.jay column I: {column} bytes of buffers; fetched {read} bytes after \
+         an open of {opened} ({} bytes padded)",
+        bytes.len()
+    );
+    assert!(read >= column && read <= column + 16, "{read} bytes");
+    assert!(opened <= 8 + TAIL, "{opened} bytes to open");
 }

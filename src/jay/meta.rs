@@ -2,6 +2,8 @@
 //! against the file before any column data is touched (spec B1, steps 1–3.6). What needs a scan
 //! of the data (offsets that decrease, UTF-8, Bool8 bytes) is checked while decoding.
 
+use std::cell::RefCell;
+
 use serde::Serialize;
 
 use super::gen::jay as fb;
@@ -138,14 +140,151 @@ pub(crate) type DroppedColumn = (usize, Option<String>, Error);
 /// envelope, the meta record, the row count) still fails it.
 pub(crate) fn parse_with(bytes: &[u8], salvage: bool) -> Result<(FrameInfo, Vec<DroppedColumn>)> {
     let envelope = Envelope::check(bytes)?;
-    let meta_end = envelope.meta_start + envelope.meta_size;
-    let meta = &bytes[envelope.meta_start as usize..meta_end as usize];
+    let meta = &bytes[envelope.meta_start as usize..envelope.meta_end() as usize];
+    let parsed = parse_meta(&envelope, meta, &bytes, salvage)?;
+    // Every byte is at hand: nothing was left to check later.
+    debug_assert!(parsed.unchecked_ends.is_empty() && parsed.missing.is_empty());
+    Ok((parsed.info, parsed.dropped))
+}
+
+/// Bytes of a Jay file that a parse may look into beyond the meta: the whole file, or the
+/// parts of a remote file fetched so far. `None` when the bytes at `at` are not at hand.
+pub(crate) trait FileBytes {
+    fn bytes_at(&self, at: u64, len: u64) -> Option<&[u8]>;
+}
+
+impl FileBytes for &[u8] {
+    fn bytes_at(&self, at: u64, len: u64) -> Option<&[u8]> {
+        let start = usize::try_from(at).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.get(start..end)
+    }
+}
+
+/// The description of a Jay file, as [`parse_meta`] verified it.
+pub(crate) struct Parsed {
+    pub info: FrameInfo,
+    /// The columns a salvaging parse left out.
+    pub dropped: Vec<DroppedColumn>,
+    /// The last offsets of string and array columns that lay outside the bytes at hand:
+    /// checked when the column is read.
+    pub unchecked_ends: Vec<UncheckedEnd>,
+    /// The last offsets of array columns with a void child in the old layout that lay outside
+    /// the bytes at hand. Such a child's row count is its parent's last offset, so these
+    /// cannot wait: the parse was done with a stand-in and must be done again once these
+    /// bytes are at hand.
+    pub missing: Vec<std::ops::Range<u64>>,
+}
+
+/// The last offset of a string or array column, left to be checked when the column is read
+/// because a parse did not have it at hand (spec B1 step 3.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UncheckedEnd {
+    /// The column, an index into [`FrameInfo::columns`].
+    pub column: usize,
+    /// Whether the offsets are those of an array's element column (at any depth).
+    pub in_child: bool,
+    /// File offset of the last offset.
+    pub at: u64,
+    /// Bytes per offset: 4 or 8.
+    pub width: u8,
+    /// What the last offset must be.
+    pub rule: EndRule,
+}
+
+/// What a column's last offset must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndRule {
+    /// A string column's: the length of its string bytes (masked of the NA bit).
+    StringBytes(u64),
+    /// An array column's: at most the child's rows (and 2^31 - 1 for Arr32).
+    ArrayRows(u64),
+}
+
+impl UncheckedEnd {
+    /// The bytes of the last offset.
+    pub fn range(&self) -> std::ops::Range<u64> {
+        self.at..self.at + self.width as u64
+    }
+
+    /// Checks the last offset, given its bytes (little-endian, `width` of them).
+    pub fn check(&self, bytes: &[u8]) -> Result<()> {
+        let raw = bytes
+            .iter()
+            .take(self.width as usize)
+            .rev()
+            .fold(0u64, |acc, &b| acc << 8 | b as u64);
+        let result = match self.rule {
+            EndRule::StringBytes(len) => check_string_end(raw, self.width, len, self.at),
+            EndRule::ArrayRows(rows) => check_arr32_end(raw, self.width, self.at)
+                .and_then(|()| check_array_end(raw, rows, self.at)),
+        };
+        if self.in_child {
+            result.map_err(|e| e.with_field("child"))
+        } else {
+            result
+        }
+    }
+}
+
+/// Fails unless the last string offset `raw` (with its NA bit, stored at file offset `at`)
+/// ends the `strdata_len` string bytes.
+fn check_string_end(raw: u64, width: u8, strdata_len: u64, at: u64) -> Result<()> {
+    let mask: u64 = if width == 4 { 1 << 31 } else { 1 << 63 };
+    let last = raw & !mask;
+    if last != strdata_len {
+        return Err(err(
+            ErrorClass::BadOffsets,
+            format!(
+                "the last string offset is {last} but the string buffer holds {strdata_len} bytes"
+            ),
+        )
+        .at_offset(at));
+    }
+    Ok(())
+}
+
+/// Fails when the last offset of an Arr32 column (stored at `at`) exceeds 2^31 - 1.
+fn check_arr32_end(last: u64, width: u8, at: u64) -> Result<()> {
+    if width == 4 && last > i32::MAX as u64 {
+        return Err(err(
+            ErrorClass::BadOffsets,
+            format!("the last Arr32 offset {last} exceeds 2^31 - 1"),
+        )
+        .at_offset(at));
+    }
+    Ok(())
+}
+
+/// Fails when the last offset of an array column (stored at `at`) is past its child's rows.
+fn check_array_end(last: u64, child_rows: u64, at: u64) -> Result<()> {
+    if last > child_rows {
+        return Err(err(
+            ErrorClass::BadOffsets,
+            format!("the last array offset {last} is past the child's {child_rows} rows"),
+        )
+        .at_offset(at));
+    }
+    Ok(())
+}
+
+/// Verifies the meta record `meta` of a file whose sections `envelope` gives, looking into
+/// `file` for the last offsets of string and array columns; those outside the bytes `file`
+/// holds are listed in the result instead.
+pub(crate) fn parse_meta(
+    envelope: &Envelope,
+    meta: &[u8],
+    file: &dyn FileBytes,
+    salvage: bool,
+) -> Result<Parsed> {
     let frame = verify_frame(meta, envelope.meta_start)?;
     let ctx = MetaContext {
         meta,
         meta_start: envelope.meta_start,
         data_size: envelope.data_size,
-        file: bytes,
+        file,
+        unchecked_ends: RefCell::new(Vec::new()),
+        missing: RefCell::new(Vec::new()),
     };
 
     let columns = frame.columns().ok_or_else(|| {
@@ -170,9 +309,16 @@ pub(crate) fn parse_with(bytes: &[u8], salvage: bool) -> Result<(FrameInfo, Vec<
         if dropped.iter().any(|d| d.0 == i) {
             continue;
         }
+        let unchecked_before = ctx.unchecked_ends.borrow().len();
         match ctx.column(col, Rows::Frame(nrows), 0) {
-            Ok(info) => infos.push(info),
+            Ok(info) => {
+                for end in &mut ctx.unchecked_ends.borrow_mut()[unchecked_before..] {
+                    end.column = infos.len();
+                }
+                infos.push(info);
+            }
             Err(e) if salvage => {
+                ctx.unchecked_ends.borrow_mut().truncate(unchecked_before);
                 let e = e.with_column(i, col.name());
                 dropped.push((i, col.name().map(str::to_owned), e));
             }
@@ -190,43 +336,56 @@ pub(crate) fn parse_with(bytes: &[u8], salvage: bool) -> Result<(FrameInfo, Vec<
         ncols_stored: frame.ncols(),
         nkeys,
         columns: infos,
-        file_size: bytes.len() as u64,
+        file_size: envelope.file_size,
         data_size: envelope.data_size,
         meta_size: envelope.meta_size,
         legacy_trailer: envelope.legacy_trailer,
     };
-    Ok((info, dropped))
+    Ok(Parsed {
+        info,
+        dropped,
+        unchecked_ends: ctx.unchecked_ends.into_inner(),
+        missing: ctx.missing.into_inner(),
+    })
 }
 
 /// Where the sections of a Jay file lie, as its header, trailer and `meta_size` say.
-struct Envelope {
+pub(crate) struct Envelope {
     /// File offset of the meta record.
-    meta_start: u64,
-    meta_size: u64,
+    pub meta_start: u64,
+    pub meta_size: u64,
     /// Length of the data section, from byte 8 to the meta record.
-    data_size: u64,
+    pub data_size: u64,
+    pub file_size: u64,
     /// The file ends in the 2018 trailer `00 00 00 00 "JAY1"`.
     legacy_trailer: bool,
 }
 
 impl Envelope {
-    /// Checks the signature, the version and the framing sizes (spec B1 steps 1–2).
+    /// Checks the envelope of a whole file (spec B1 steps 1–2).
     fn check(bytes: &[u8]) -> Result<Envelope> {
-        let size = bytes.len() as u64;
-        if size < 24 {
+        let size = bytes.len();
+        let footer = &bytes[size.saturating_sub(FOOTER_LEN as usize)..];
+        Envelope::check_parts(&bytes[..size.min(8)], footer, size as u64)
+    }
+
+    /// Checks the signature, the version and the framing sizes (spec B1 steps 1–2) of a file
+    /// of `size` bytes, given its first 8 bytes and its last 16 (fewer when it is smaller).
+    pub(crate) fn check_parts(header: &[u8], footer: &[u8], size: u64) -> Result<Envelope> {
+        if size < 24 || header.len() < 8 || footer.len() < FOOTER_LEN as usize {
             return Err(err(
                 ErrorClass::TooSmall,
                 format!("the file is {size} bytes; a Jay file has at least 24"),
             ));
         }
-        if &bytes[..3] != b"JAY" {
+        if &header[..3] != b"JAY" {
             return Err(err(
                 ErrorClass::BadSignature,
-                format!("the first bytes are {:?}, not \"JAY\"", show(&bytes[..4])),
+                format!("the first bytes are {:?}, not \"JAY\"", show(&header[..4])),
             )
             .at_offset(0));
         }
-        let tail = &bytes[bytes.len() - 4..];
+        let tail = &footer[footer.len() - 4..];
         let legacy_trailer = tail == b"JAY1";
         if &tail[1..] != b"JAY" && !legacy_trailer {
             return Err(err(
@@ -238,12 +397,12 @@ impl Envelope {
             )
             .at_offset(size - 4));
         }
-        if &bytes[..8] != HEADER {
+        if &header[..8] != HEADER {
             return Err(err(
                 ErrorClass::UnsupportedVersion,
                 format!(
                     "the header is {:?}; only \"JAY1\" followed by four zero bytes is defined",
-                    show(&bytes[..8])
+                    show(&header[..8])
                 ),
             )
             .at_offset(0));
@@ -254,7 +413,7 @@ impl Envelope {
                 format!("the file size {size} is not a multiple of 8"),
             ));
         }
-        let meta_size = read_u64(bytes, bytes.len() - 16);
+        let meta_size = read_u64(footer, footer.len() - 16);
         let bad_meta_size = |message: String| {
             err(ErrorClass::BadEnvelope, message)
                 .with_field("meta_size")
@@ -275,8 +434,14 @@ impl Envelope {
             meta_start,
             meta_size,
             data_size: meta_start - HEADER_LEN,
+            file_size: size,
             legacy_trailer,
         })
+    }
+
+    /// File offset of the end of the meta record.
+    pub(crate) fn meta_end(&self) -> u64 {
+        self.meta_start + self.meta_size
     }
 }
 
@@ -501,7 +666,11 @@ struct MetaContext<'a> {
     meta: &'a [u8],
     meta_start: u64,
     data_size: u64,
-    file: &'a [u8],
+    file: &'a dyn FileBytes,
+    /// String last offsets not at hand, left for the reads (see [`Parsed::unchecked_ends`]).
+    unchecked_ends: RefCell<Vec<UncheckedEnd>>,
+    /// Array last offsets not at hand (see [`Parsed::missing`]).
+    missing: RefCell<Vec<std::ops::Range<u64>>>,
 }
 
 impl MetaContext<'_> {
@@ -535,7 +704,7 @@ impl MetaContext<'_> {
             Values::Plain => (0, false, None),
             Values::PackedBool => (0, true, None),
             Values::Strings(offsets) => {
-                self.check_string_end(offsets, nrows, buffers.strdata)?;
+                self.string_end(offsets, nrows, buffers.strdata)?;
                 (offsets.width, false, None)
             }
             Values::Arrays(offsets, element) => {
@@ -577,24 +746,24 @@ impl MetaContext<'_> {
         }
     }
 
-    /// The last string offset must end the string bytes (spec B1 step 3.6).
-    fn check_string_end(
-        &self,
-        offsets: Offsets,
-        nrows: u64,
-        strdata: Option<BufferRange>,
-    ) -> Result<()> {
-        let mask = if offsets.width == 4 { 1 << 31 } else { 1 << 63 };
-        let last = self.offset_at(offsets, nrows as usize) & !mask;
-        let bytes_len = strdata.map_or(0, |b| b.length);
-        if last != bytes_len {
-            return Err(err(
-                ErrorClass::BadOffsets,
-                format!("the last string offset is {last} but the string buffer holds {bytes_len} bytes"),
-            )
-            .at_offset(offsets.buffer.file_offset() + nrows * offsets.width as u64));
+    /// The last string offset must end the string bytes (spec B1 step 3.7); when that offset
+    /// is not at hand, the check is left for the reads.
+    fn string_end(&self, offsets: Offsets, nrows: u64, strdata: Option<BufferRange>) -> Result<()> {
+        let at = offsets.buffer.file_offset() + nrows * offsets.width as u64;
+        let strdata_len = strdata.map_or(0, |b| b.length);
+        match self.offset_at(offsets, nrows) {
+            Some(raw) => check_string_end(raw, offsets.width, strdata_len, at),
+            None => {
+                self.unchecked_ends.borrow_mut().push(UncheckedEnd {
+                    column: 0,
+                    in_child: false,
+                    at,
+                    width: offsets.width,
+                    rule: EndRule::StringBytes(strdata_len),
+                });
+                Ok(())
+            }
         }
-        Ok(())
     }
 
     /// Verifies the one child column of an array column, whose rows the last offset counts.
@@ -606,12 +775,10 @@ impl MetaContext<'_> {
         element: &JayType,
         depth: usize,
     ) -> Result<ColumnInfo> {
-        let last = self.offset_at(offsets, nrows as usize);
-        if offsets.width == 4 && last > i32::MAX as u64 {
-            return Err(err(
-                ErrorClass::BadOffsets,
-                format!("the last Arr32 offset {last} exceeds 2^31 - 1"),
-            ));
+        let at = offsets.buffer.file_offset() + nrows * offsets.width as u64;
+        let last = self.offset_at(offsets, nrows);
+        if let Some(last) = last {
+            check_arr32_end(last, offsets.width, at)?;
         }
         let children = col.children().filter(|c| c.len() == 1).ok_or_else(|| {
             err(
@@ -623,9 +790,22 @@ impl MetaContext<'_> {
             )
             .with_field("Column.children")
         })?;
+        let child_col = children.get(0);
+        // An old-layout (void) child has the last offset as its row count, so the offset
+        // cannot wait for the reads: 0 stands in for it, which passes every check and places
+        // no buffer, and the parse is done again once the offset is fetched.
+        if last.is_none() && child_col.type_().is_none() {
+            self.missing
+                .borrow_mut()
+                .push(at..at + offsets.width as u64);
+        }
+        let unchecked_before = self.unchecked_ends.borrow().len();
         let child = self
-            .column(children.get(0), Rows::Child(last), depth + 1)
+            .column(child_col, Rows::Child(last.unwrap_or(0)), depth + 1)
             .map_err(|e| e.with_field("child"))?;
+        for end in &mut self.unchecked_ends.borrow_mut()[unchecked_before..] {
+            end.in_child = true;
+        }
         if *element != child.jay_type {
             return Err(err(
                 ErrorClass::BadMeta,
@@ -635,14 +815,15 @@ impl MetaContext<'_> {
                 ),
             ));
         }
-        if last > child.nrows {
-            return Err(err(
-                ErrorClass::BadOffsets,
-                format!(
-                    "the last array offset {last} is past the child's {} rows",
-                    child.nrows
-                ),
-            ));
+        match last {
+            Some(last) => check_array_end(last, child.nrows, at)?,
+            None => self.unchecked_ends.borrow_mut().push(UncheckedEnd {
+                column: 0,
+                in_child: false,
+                at,
+                width: offsets.width,
+                rule: EndRule::ArrayRows(child.nrows),
+            }),
         }
         Ok(child)
     }
@@ -791,14 +972,18 @@ impl MetaContext<'_> {
         Ok(())
     }
 
-    /// The offset at `index`; the size check has placed the whole buffer inside the file.
-    fn offset_at(&self, offsets: Offsets, index: usize) -> u64 {
-        let at = offsets.buffer.start() + index * offsets.width as usize;
-        if offsets.width == 4 {
-            u32::from_le_bytes(self.file[at..at + 4].try_into().unwrap()) as u64
+    /// The offset at `index`, when it is at hand; the size check has placed the whole buffer
+    /// inside the file.
+    fn offset_at(&self, offsets: Offsets, index: u64) -> Option<u64> {
+        let width = offsets.width as u64;
+        let bytes = self
+            .file
+            .bytes_at(offsets.buffer.file_offset() + index * width, width)?;
+        Some(if offsets.width == 4 {
+            u32::from_le_bytes(bytes.try_into().ok()?) as u64
         } else {
-            read_u64(self.file, at)
-        }
+            u64::from_le_bytes(bytes.try_into().ok()?)
+        })
     }
 
     /// The stats struct, when its tag names the struct of the column's type; otherwise none.

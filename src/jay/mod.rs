@@ -7,6 +7,7 @@
 mod gen;
 pub mod mapping;
 mod meta;
+mod ranged;
 mod read_options;
 mod reader;
 mod writer;

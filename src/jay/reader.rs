@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::mapped::{aligned_copy, map_or_read, read_aligned};
+use crate::mapped::{aligned_copy, read_aligned};
 use arrow_array::types::{
     ArrowPrimitiveType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Int8Type, TimestampNanosecondType,
@@ -26,7 +26,8 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 
 use super::mapping::{JayType, NKEYS_METADATA_KEY};
-use super::meta::{self, BufferRange, ColumnInfo, FrameInfo, Layout};
+use super::meta::{self, BufferRange, ColumnInfo, DroppedColumn, FrameInfo, Layout, UncheckedEnd};
+use super::ranged::{self, Pieces};
 use crate::error::{Error, ErrorClass, Result};
 use crate::pipeline::Pipeline;
 use crate::salvage::{Salvage, SalvageReport, Skipped};
@@ -34,7 +35,7 @@ use crate::scan::{
     split_rows, FragmentRange, FragmentSpan, Projection, ScanOptions, DEFAULT_BATCH_SIZE,
 };
 use crate::sentinel::{self, pack_bits, Sentinel};
-use crate::source::ByteSource;
+use crate::source::{ByteSource, LocalFile};
 
 /// Rows × columns below which a batch is decoded on the calling thread.
 const PARALLEL_THRESHOLD: usize = 1 << 16;
@@ -58,13 +59,11 @@ pub const DEFAULT_MAX_DATALESS_ROWS: u64 = 1 << 32;
 /// few hundred batches, each small enough for a writer to handle at once.
 const DATALESS_BATCH_ROWS: usize = 1 << 24;
 
-/// An opened, verified Jay file: its bytes (usually a memory map) and its description.
+/// An opened, verified Jay file: its bytes (a memory map, bytes in memory, or a source read
+/// by ranges) and its description.
 pub struct JayFile {
     path: Option<PathBuf>,
-    bytes: Buffer,
-    /// The mapping behind `bytes`, when the file is mapped: the reader asks the kernel to
-    /// fault in the parts it will read.
-    map: Option<Arc<Mmap>>,
+    bytes: FileBytes,
     info: FrameInfo,
     schema: SchemaRef,
     /// The position in the file of each column of `info` (they differ only when a salvaging
@@ -72,6 +71,27 @@ pub struct JayFile {
     positions: Vec<usize>,
     /// The columns a salvaging open dropped, in file order.
     dropped: Vec<Skipped>,
+}
+
+/// Where the bytes of a [`JayFile`] are.
+enum FileBytes {
+    /// All of them, addressable: a memory map or bytes in memory. Batches slice them.
+    Whole {
+        bytes: Buffer,
+        /// The mapping behind `bytes`, when the file is mapped: the reader asks the kernel to
+        /// fault in the parts it will read.
+        map: Option<Arc<Mmap>>,
+    },
+    /// A source that is not local: each batch fetches the parts of its columns it needs.
+    Ranged {
+        source: Arc<dyn ByteSource>,
+        /// What the open fetched (the header and the tail, with the meta): reads take what
+        /// they need from it before asking the source.
+        held: Pieces,
+        /// String and array columns whose last offset lay outside `held`, checked by the first
+        /// read of each reader that reads them instead of when the file was opened.
+        unchecked_ends: Vec<UncheckedEnd>,
+    },
 }
 
 impl JayFile {
@@ -95,26 +115,53 @@ impl JayFile {
 
     fn open_with(path: impl AsRef<Path>, copy: bool, salvage: bool) -> Result<JayFile> {
         let path = path.as_ref();
-        let (bytes, map) = if copy {
-            read_aligned(path).map(|bytes| (bytes, None))
-        } else {
-            map_or_read(path)
+        if copy {
+            let bytes = read_aligned(path).map_err(|e| Error::from(e).with_file(path))?;
+            return Self::from_buffer(bytes, None, Some(path.to_path_buf()), salvage);
         }
-        .map_err(|e| Error::from(e).with_file(path))?;
-        let mut file = Self::from_buffer(bytes, Some(path.to_path_buf()), salvage)?;
-        file.map = map;
-        Ok(file)
+        Self::open_local(&LocalFile::open(path)?, salvage)
     }
 
-    /// Opens the Jay file `source` reads (a local file, a remote object) and verifies its
-    /// envelope and meta.
+    fn open_local(file: &LocalFile, salvage: bool) -> Result<JayFile> {
+        let map = file.map().cloned();
+        Self::from_buffer(
+            file.bytes().clone(),
+            map,
+            Some(file.path().to_path_buf()),
+            salvage,
+        )
+    }
+
+    /// Opens the Jay file `source` reads and verifies its envelope and meta. A local file is
+    /// mapped whole, as [`open`](Self::open) does. Any other source is read by ranges: the
+    /// open fetches the header and the file's last 64 KiB (and the rest of the meta when it
+    /// is larger), and each batch fetches only the parts of its columns' buffers that hold
+    /// its rows. The last offset of a string column outside those bytes is checked by the
+    /// first batch that reads the column. A salvaging open reads a non-local file whole.
     pub fn open_source(source: Arc<dyn ByteSource>, salvage: bool) -> Result<JayFile> {
-        let location = PathBuf::from(source.location());
-        let mut bytes = source.read_all().map_err(|e| e.with_file(&location))?;
-        if bytes.as_ptr().align_offset(8) != 0 {
-            bytes = aligned_copy(&bytes);
+        if let Some(file) = source.as_local() {
+            return Self::open_local(file, salvage);
         }
-        Self::from_buffer(bytes, Some(location), salvage)
+        let location = PathBuf::from(source.location());
+        if source.is_local() || salvage {
+            let mut bytes = source.read_all().map_err(|e| e.with_file(&location))?;
+            if bytes.as_ptr().align_offset(8) != 0 {
+                bytes = aligned_copy(&bytes);
+            }
+            return Self::from_buffer(bytes, None, Some(location), salvage);
+        }
+        let (held, parsed) = ranged::open(source.as_ref()).map_err(|e| e.with_file(&location))?;
+        let bytes = FileBytes::Ranged {
+            source,
+            held,
+            unchecked_ends: parsed.unchecked_ends,
+        };
+        Ok(Self::assemble(
+            bytes,
+            Some(location),
+            parsed.info,
+            parsed.dropped,
+        ))
     }
 
     /// Verifies Jay bytes held in memory.
@@ -132,12 +179,31 @@ impl JayFile {
         if bytes.as_ptr().align_offset(8) != 0 {
             bytes = aligned_copy(&bytes);
         }
-        Self::from_buffer(bytes, None, salvage)
+        Self::from_buffer(bytes, None, None, salvage)
     }
 
-    fn from_buffer(bytes: Buffer, path: Option<PathBuf>, salvage: bool) -> Result<JayFile> {
+    fn from_buffer(
+        bytes: Buffer,
+        map: Option<Arc<Mmap>>,
+        path: Option<PathBuf>,
+        salvage: bool,
+    ) -> Result<JayFile> {
         let (info, dropped) =
             meta::parse_with(&bytes, salvage).map_err(|e| attach_path(e, path.as_deref()))?;
+        Ok(Self::assemble(
+            FileBytes::Whole { bytes, map },
+            path,
+            info,
+            dropped,
+        ))
+    }
+
+    fn assemble(
+        bytes: FileBytes,
+        path: Option<PathBuf>,
+        info: FrameInfo,
+        dropped: Vec<DroppedColumn>,
+    ) -> JayFile {
         let positions: Vec<usize> = (0..info.columns.len() + dropped.len())
             .filter(|i| !dropped.iter().any(|d| d.0 == *i))
             .collect();
@@ -169,15 +235,14 @@ impl JayFile {
                 .metadata
                 .insert(NKEYS_METADATA_KEY.to_owned(), info.nkeys.to_string());
         }
-        Ok(JayFile {
+        JayFile {
             path,
             bytes,
-            map: None,
             info,
             schema: Arc::new(schema),
             positions,
             dropped,
-        })
+        }
     }
 
     /// The columns a salvaging open left out, each with its position in the file and why.
@@ -214,7 +279,7 @@ impl JayFile {
     /// `MADV_POPULATE_READ` per buffer does the same work in a batch. Advisory: a kernel
     /// without it (before Linux 5.14) falls back to read-ahead, and failures are ignored.
     fn prefetch(&self, columns: &[usize], first: u64, last: u64) {
-        let Some(map) = &self.map else {
+        let FileBytes::Whole { map: Some(map), .. } = &self.bytes else {
             return;
         };
         let rows = self.info.nrows.max(1);
@@ -259,24 +324,79 @@ impl JayFile {
 
     /// Decodes rows `[start, start + len)` of column `index`.
     pub fn read_column(&self, index: usize, start: usize, len: usize) -> Result<ArrayRef> {
-        let column = self.info.columns.get(index).ok_or_else(|| {
-            Error::invalid_argument(format!(
+        if index >= self.info.columns.len() {
+            return Err(Error::invalid_argument(format!(
                 "column index {index} is out of range: the file has {} columns",
                 self.info.columns.len()
-            ))
-        })?;
+            )));
+        }
         let rows = self.info.nrows as usize;
         if start > rows || len > rows - start {
             return Err(Error::invalid_argument(format!(
                 "rows [{start}, +{len}) are out of range: the file has {rows} rows"
             )));
         }
-        Decoder { bytes: &self.bytes }
-            .decode(column, start, len)
-            .map_err(|e| {
-                let position = self.positions[index];
-                attach_path(e.with_column(position, column.name.as_deref()), self.path())
-            })
+        let fetched = self.fetch(&[index], start, len, true)?;
+        self.decode_column(fetched.as_ref(), index, start, len)
+    }
+
+    /// For a file read by ranges, fetches what rows `start..start + len` of `columns` need
+    /// (with, when `check_ends`, the last offsets of those string columns that the open left
+    /// unchecked, which are checked here); `None` for a file whose bytes are all at hand.
+    fn fetch(
+        &self,
+        columns: &[usize],
+        start: usize,
+        len: usize,
+        check_ends: bool,
+    ) -> Result<Option<Pieces>> {
+        let FileBytes::Ranged {
+            source,
+            held,
+            unchecked_ends,
+        } = &self.bytes
+        else {
+            return Ok(None);
+        };
+        let ends: Vec<&UncheckedEnd> = unchecked_ends
+            .iter()
+            .filter(|end| check_ends && columns.contains(&end.column))
+            .collect();
+        let infos: Vec<&ColumnInfo> = columns.iter().map(|&c| &self.info.columns[c]).collect();
+        let extra = ends.iter().map(|end| end.range()).collect();
+        let fetched = ranged::fetch_rows(source.as_ref(), held, &infos, start, len, extra)
+            .map_err(|e| attach_path(e, self.path()))?;
+        for end in ends {
+            let bytes = fetched.get(end.at, end.width as u64).unwrap_or_default();
+            end.check(&bytes).map_err(|e| {
+                let column = &self.info.columns[end.column];
+                let e = e.with_column(self.positions[end.column], column.name.as_deref());
+                attach_path(e, self.path())
+            })?;
+        }
+        Ok(Some(fetched))
+    }
+
+    /// Decodes rows `[start, start + len)` of column `index` (checked to exist and hold them)
+    /// from the file's bytes or, for a file read by ranges, from what [`fetch`](Self::fetch)
+    /// fetched for them.
+    fn decode_column(
+        &self,
+        fetched: Option<&Pieces>,
+        index: usize,
+        start: usize,
+        len: usize,
+    ) -> Result<ArrayRef> {
+        let column = &self.info.columns[index];
+        let bytes = match (&self.bytes, fetched) {
+            (FileBytes::Whole { bytes, .. }, _) => Bytes::Whole(bytes),
+            (FileBytes::Ranged { .. }, Some(pieces)) => Bytes::Pieces(pieces),
+            (FileBytes::Ranged { held, .. }, None) => Bytes::Pieces(held),
+        };
+        Decoder { bytes }.decode(column, start, len).map_err(|e| {
+            let position = self.positions[index];
+            attach_path(e.with_column(position, column.name.as_deref()), self.path())
+        })
     }
 }
 
@@ -525,7 +645,7 @@ fn verify_columns(
 /// so a fragment may start at any row). Bytes are the file's data bytes pro rata.
 pub fn fragments(file: &JayFile, target_rows: usize) -> Result<Vec<FragmentSpan>> {
     let rows = file.info.nrows;
-    let size = file.bytes.len() as u64;
+    let size = file.info.file_size;
     Ok(split_rows(rows, target_rows, 1, |start, end| {
         ((end - start) as u128 * size as u128 / rows.max(1) as u128) as u64
     }))
@@ -598,9 +718,10 @@ impl Reader {
             self.next_row += len;
             let (file, schema, columns) =
                 (self.file.clone(), self.schema.clone(), self.columns.clone());
+            let first = start == self.first_row;
             let job = move || {
                 file.prefetch(&columns, start as u64, (start + len) as u64);
-                read_batch(&file, &schema, &columns, start, len)
+                read_batch(&file, &schema, &columns, start, len, first)
             };
             self.pipeline.as_mut()?.submit(job);
         }
@@ -608,15 +729,18 @@ impl Reader {
     }
 }
 
-/// Rows `start..start + len` of `columns` of `file`, as a batch of `schema`.
+/// Rows `start..start + len` of `columns` of `file`, as a batch of `schema`; the first batch
+/// of a reader also checks what the open left unchecked of those columns (`check_ends`).
 fn read_batch(
     file: &JayFile,
     schema: &SchemaRef,
     columns: &[usize],
     start: usize,
     len: usize,
+    check_ends: bool,
 ) -> Result<RecordBatch> {
-    let decode = |&index: &usize| file.read_column(index, start, len);
+    let fetched = file.fetch(columns, start, len, check_ends)?;
+    let decode = |&index: &usize| file.decode_column(fetched.as_ref(), index, start, len);
     let arrays: Vec<ArrayRef> = if columns.len() > 1 && len * columns.len() >= PARALLEL_THRESHOLD {
         columns.par_iter().map(decode).collect::<Result<_>>()?
     } else {
@@ -659,7 +783,8 @@ impl Iterator for Reader {
             self.file.prefetch(&self.columns, from as u64, to as u64);
             self.prefetched_to = to;
         }
-        let batch = read_batch(&self.file, &self.schema, &self.columns, start, len);
+        let first = start == self.first_row;
+        let batch = read_batch(&self.file, &self.schema, &self.columns, start, len, first);
         self.failed = batch.is_err();
         Some(batch.map_err(ArrowError::from))
     }
@@ -671,9 +796,15 @@ impl RecordBatchReader for Reader {
     }
 }
 
+/// The bytes a [`Decoder`] slices: the whole file, or the parts of it fetched for a read.
+enum Bytes<'a> {
+    Whole(&'a Buffer),
+    Pieces(&'a Pieces),
+}
+
 /// Decodes row ranges of columns out of the file's bytes.
 struct Decoder<'a> {
-    bytes: &'a Buffer,
+    bytes: Bytes<'a>,
 }
 
 impl Decoder<'_> {
@@ -681,14 +812,16 @@ impl Decoder<'_> {
         Ok(match &col.jay_type {
             JayType::Void0 => Arc::new(NullArray::new(len)),
             JayType::Bool8 => Arc::new(self.bool8(col, start, len)?),
-            JayType::Int8 => Arc::new(self.primitive::<Int8Type>(col, start, len)),
-            JayType::Int16 => Arc::new(self.primitive::<Int16Type>(col, start, len)),
-            JayType::Int32 => Arc::new(self.primitive::<Int32Type>(col, start, len)),
-            JayType::Int64 => Arc::new(self.primitive::<Int64Type>(col, start, len)),
-            JayType::Float32 => Arc::new(self.primitive::<Float32Type>(col, start, len)),
-            JayType::Float64 => Arc::new(self.primitive::<Float64Type>(col, start, len)),
-            JayType::Date32 => Arc::new(self.primitive::<Date32Type>(col, start, len)),
-            JayType::Time64 => Arc::new(self.primitive::<TimestampNanosecondType>(col, start, len)),
+            JayType::Int8 => Arc::new(self.primitive::<Int8Type>(col, start, len)?),
+            JayType::Int16 => Arc::new(self.primitive::<Int16Type>(col, start, len)?),
+            JayType::Int32 => Arc::new(self.primitive::<Int32Type>(col, start, len)?),
+            JayType::Int64 => Arc::new(self.primitive::<Int64Type>(col, start, len)?),
+            JayType::Float32 => Arc::new(self.primitive::<Float32Type>(col, start, len)?),
+            JayType::Float64 => Arc::new(self.primitive::<Float64Type>(col, start, len)?),
+            JayType::Date32 => Arc::new(self.primitive::<Date32Type>(col, start, len)?),
+            JayType::Time64 => {
+                Arc::new(self.primitive::<TimestampNanosecondType>(col, start, len)?)
+            }
             JayType::Str32 => self.string::<i32>(col, start, len)?,
             JayType::Str64 => self.string::<i64>(col, start, len)?,
             JayType::Arr32(_) => self.list::<i32>(col, start, len)?,
@@ -697,24 +830,44 @@ impl Decoder<'_> {
     }
 
     /// The bytes of a buffer's part; a zero-length buffer's offset is never looked at.
-    fn slice(&self, b: Option<BufferRange>, byte_start: usize, byte_len: usize) -> Buffer {
-        match b {
-            Some(b) if byte_len > 0 => self
-                .bytes
-                .slice_with_length(b.start() + byte_start, byte_len),
-            _ => Buffer::from(&[][..]),
+    fn slice(&self, b: Option<BufferRange>, byte_start: usize, byte_len: usize) -> Result<Buffer> {
+        let b = match b {
+            Some(b) if byte_len > 0 => b,
+            _ => return Ok(Buffer::from(&[][..])),
+        };
+        let at = b.start() + byte_start;
+        match &self.bytes {
+            Bytes::Whole(bytes) => Ok(bytes.slice_with_length(at, byte_len)),
+            Bytes::Pieces(pieces) => pieces.get(at as u64, byte_len as u64).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Io,
+                    format!("bytes {at}..{} were not fetched", at + byte_len),
+                )
+                .at_offset(at as u64)
+            }),
         }
+    }
+
+    /// The bytes of bitmap `b` that hold the bits of rows `[start, start + len)`, and the
+    /// position of row `start`'s bit in them.
+    fn bits(&self, b: BufferRange, start: usize, len: usize) -> Result<(Buffer, usize)> {
+        let (lo, hi) = ranged::bit_window(start, len, b.length);
+        Ok((self.slice(Some(b), lo, hi - lo)?, start % 8))
     }
 
     /// Rows `[start, start + len)` of the column's validity bitmap: `None` when the column has
     /// none (then its sentinels decide), `Some(None)` when every row of the range is valid.
-    fn validity(&self, col: &ColumnInfo, start: usize, len: usize) -> Option<Option<NullBuffer>> {
-        let v = col.validity?;
-        Some(sentinel::validity_from_bitmap(
-            self.slice(Some(v), 0, v.length as usize),
-            start,
-            len,
-        ))
+    fn validity(
+        &self,
+        col: &ColumnInfo,
+        start: usize,
+        len: usize,
+    ) -> Result<Option<Option<NullBuffer>>> {
+        let Some(v) = col.validity else {
+            return Ok(None);
+        };
+        let (bits, offset) = self.bits(v, start, len)?;
+        Ok(Some(sentinel::validity_from_bitmap(bits, offset, len)))
     }
 
     fn values<N: ArrowNativeType>(
@@ -722,23 +875,25 @@ impl Decoder<'_> {
         b: Option<BufferRange>,
         start: usize,
         len: usize,
-    ) -> ScalarBuffer<N> {
+    ) -> Result<ScalarBuffer<N>> {
         let size = std::mem::size_of::<N>();
-        let buffer = self.slice(b, start * size, len * size);
-        if buffer.as_ptr().align_offset(std::mem::align_of::<N>()) == 0 {
-            ScalarBuffer::new(buffer, 0, len)
-        } else {
-            ScalarBuffer::new(aligned_copy(&buffer), 0, len)
-        }
+        let buffer = self.slice(b, start * size, len * size)?;
+        Ok(
+            if buffer.as_ptr().align_offset(std::mem::align_of::<N>()) == 0 {
+                ScalarBuffer::new(buffer, 0, len)
+            } else {
+                ScalarBuffer::new(aligned_copy(&buffer), 0, len)
+            },
+        )
     }
 
-    fn primitive<T>(&self, col: &ColumnInfo, start: usize, len: usize) -> PrimitiveArray<T>
+    fn primitive<T>(&self, col: &ColumnInfo, start: usize, len: usize) -> Result<PrimitiveArray<T>>
     where
         T: ArrowPrimitiveType,
         T::Native: Sentinel,
     {
-        let values: ScalarBuffer<T::Native> = self.values(col.data, start, len);
-        let nulls = match self.validity(col, start, len) {
+        let values: ScalarBuffer<T::Native> = self.values(col.data, start, len)?;
+        let nulls = match self.validity(col, start, len)? {
             // Arrow data: the bitmap decides; floats are null where NaN as well.
             Some(bitmap) if T::Native::IS_FLOAT => {
                 sentinel::intersect_validity(bitmap, sentinel::validity_from_sentinels(&values))
@@ -746,19 +901,22 @@ impl Decoder<'_> {
             Some(bitmap) => bitmap,
             None => sentinel::validity_from_sentinels(&values),
         };
-        PrimitiveArray::new(values, nulls)
+        Ok(PrimitiveArray::new(values, nulls))
     }
 
     fn bool8(&self, col: &ColumnInfo, start: usize, len: usize) -> Result<BooleanArray> {
-        let validity = self.validity(col, start, len);
+        let validity = self.validity(col, start, len)?;
         if col.bool_packed {
-            let bits = self.slice(col.data, 0, col.data.map_or(0, |b| b.length as usize));
+            let (bits, offset) = match col.data {
+                Some(data) => self.bits(data, start, len)?,
+                None => (Buffer::from(&[][..]), 0),
+            };
             return Ok(BooleanArray::new(
-                BooleanBuffer::new(bits, start, len),
+                BooleanBuffer::new(bits, offset, len),
                 validity.flatten(),
             ));
         }
-        let bytes = self.slice(col.data, start, len);
+        let bytes = self.slice(col.data, start, len)?;
         let bytes: &[u8] = &bytes;
         // A one-row column imported from Arrow keeps its bit-packed byte with stray high bits.
         let lone_packed_byte = col.layout == Layout::New
@@ -793,12 +951,12 @@ impl Decoder<'_> {
     }
 
     /// The `len + 1` offsets that bound rows `[start, start + len)`, widened to u64.
-    fn raw_offsets(&self, col: &ColumnInfo, start: usize, len: usize) -> RawOffsets {
-        if col.offset_width == 4 {
-            RawOffsets::U32(self.values(col.data, start, len + 1))
+    fn raw_offsets(&self, col: &ColumnInfo, start: usize, len: usize) -> Result<RawOffsets> {
+        Ok(if col.offset_width == 4 {
+            RawOffsets::U32(self.values(col.data, start, len + 1)?)
         } else {
-            RawOffsets::U64(self.values(col.data, start, len + 1))
-        }
+            RawOffsets::U64(self.values(col.data, start, len + 1)?)
+        })
     }
 
     fn string<O: OffsetSizeTrait>(
@@ -821,7 +979,7 @@ impl Decoder<'_> {
         start: usize,
         len: usize,
     ) -> Result<ArrayRef> {
-        let raw: ScalarBuffer<R> = self.values(col.data, start, len + 1);
+        let raw: ScalarBuffer<R> = self.values(col.data, start, len + 1)?;
         let strdata_len = col.strdata.map_or(0, |b| b.length);
         let offsets_at = |i: usize| (col.data.unwrap().start() + (start + i) * R::WIDTH) as u64;
         let masked = |i: usize| raw[i].masked();
@@ -857,15 +1015,24 @@ impl Decoder<'_> {
 
         let first = masked(0) as usize;
         let last = masked(len) as usize;
-        let strdata = self.slice(col.strdata, 0, strdata_len as usize);
-        if let Err(e) = simdutf8::compat::from_utf8(&strdata[first..last]) {
+        // The whole string buffer when the file is at hand (the offsets index it as they are);
+        // the rows' text (and the byte after) when it was fetched, `base` bytes into it.
+        let (strdata, base) = match self.bytes {
+            Bytes::Whole(_) => (self.slice(col.strdata, 0, strdata_len as usize)?, 0),
+            Bytes::Pieces(_) => {
+                let text = ranged::text_window(first as u64, last as u64, strdata_len);
+                let len = (text.end - text.start) as usize;
+                (self.slice(col.strdata, first, len)?, first)
+            }
+        };
+        if let Err(e) = simdutf8::compat::from_utf8(&strdata[first - base..last - base]) {
             return Err(
                 Error::new(ErrorClass::InvalidUtf8, "string data is not valid UTF-8")
                     .at_offset((col.strdata.unwrap().start() + first + e.valid_up_to()) as u64),
             );
         }
         let splits_char = |i: usize| {
-            let at = masked(i) as usize;
+            let at = masked(i) as usize - base;
             at < strdata.len() && (strdata[at] & 0xC0) == 0x80
         };
         if let Some(i) = (0..=len).find(|&i| splits_char(i)) {
@@ -877,17 +1044,19 @@ impl Decoder<'_> {
             .at_offset(offsets_at(i)));
         }
 
-        let offsets: ScalarBuffer<O> = if !any_na_bit && R::WIDTH == std::mem::size_of::<O>() {
-            // The stored offsets are already Arrow offsets.
-            ScalarBuffer::new(raw.inner().clone(), 0, len + 1)
-        } else {
-            raw.iter()
-                .map(|r| O::usize_as(r.masked() as usize))
-                .collect()
-        };
+        let offsets: ScalarBuffer<O> =
+            if base == 0 && !any_na_bit && R::WIDTH == std::mem::size_of::<O>() {
+                // The stored offsets are already Arrow offsets.
+                ScalarBuffer::new(raw.inner().clone(), 0, len + 1)
+            } else {
+                raw.iter()
+                    .map(|r| O::usize_as(r.masked() as usize - base))
+                    .collect()
+            };
         let na_bits =
             any_na_bit.then(|| NullBuffer::new(pack_bits(len, |i| !raw[i + 1].has_na_bit())));
-        let nulls = sentinel::intersect_validity(self.validity(col, start, len).flatten(), na_bits);
+        let nulls =
+            sentinel::intersect_validity(self.validity(col, start, len)?.flatten(), na_bits);
         // SAFETY: the offsets were checked above to be non-decreasing, inside the string data,
         // and on character boundaries of text that is valid UTF-8.
         let array = unsafe {
@@ -907,7 +1076,7 @@ impl Decoder<'_> {
         len: usize,
     ) -> Result<ArrayRef> {
         let child = col.child.as_deref().expect("arrays have a verified child");
-        let raw = self.raw_offsets(col, start, len);
+        let raw = self.raw_offsets(col, start, len)?;
         let limit = if O::IS_LARGE {
             i64::MAX as u64
         } else {
@@ -946,7 +1115,7 @@ impl Decoder<'_> {
             field,
             offsets,
             values,
-            self.validity(col, start, len).flatten(),
+            self.validity(col, start, len)?.flatten(),
         )?;
         Ok(Arc::new(array))
     }

@@ -101,6 +101,10 @@ impl ByteSource for LocalFile {
     fn is_local(&self) -> bool {
         true
     }
+
+    fn as_local(&self) -> Option<&LocalFile> {
+        Some(self)
+    }
 }
 
 /// A local directory as an [`ObjectSource`]: a key is a relative path under it.

@@ -59,6 +59,13 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
         false
     }
 
+    /// The [`LocalFile`] this source is, when it is one: a reader may then take the file's
+    /// memory map whole and advise the kernel through it.
+    #[doc(hidden)]
+    fn as_local(&self) -> Option<&LocalFile> {
+        None
+    }
+
     /// Reads one range.
     fn read_range(&self, range: Range<u64>) -> Result<Buffer> {
         let mut buffers = self.read_ranges(std::slice::from_ref(&range))?;

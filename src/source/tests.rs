@@ -25,9 +25,7 @@ fn a_local_range_is_a_slice_of_the_map() {
 #[test]
 fn a_range_past_the_end_is_an_error_naming_the_file_and_offset() {
     let file = LocalFile::from_bytes("in-memory.bin", vec![0u8; 10]);
-    let error = file
-        .read_ranges(std::slice::from_ref(&(4..12)))
-        .unwrap_err();
+    let error = file.read_range(4..12).unwrap_err();
     assert_eq!(error.class(), ErrorClass::BufferOutOfBounds);
     assert_eq!(error.offset(), Some(4));
     let text = error.to_string();
