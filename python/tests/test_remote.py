@@ -247,3 +247,17 @@ def test_remote_dask_read_equals_local(bucket, s3_options, scheduler, context):
     with dask.config.set(scheduler="synchronous"):
         want = local.compute()
     assert got.equals(want)
+
+
+def test_a_url_is_shown_without_its_credentials():
+    """A signed URL's query string and an http(s) URL's userinfo are credentials: reprs and
+    ``source`` leave them out (no server needed: a fragment is plain data)."""
+    local = arrowsmith.fragments(DATA / "jay" / "tiny.jay")[0]
+    fields = json.loads(local.to_json())
+    fields["path"] = "https://user:%s@example.com/data/tiny.jay?X-Amz-Signature=%s" % (
+        S3_SECRET, S3_SECRET)
+    fragment = arrowsmith.Fragment(json.dumps(fields))
+    assert fragment.source == "https://example.com/data/tiny.jay"
+    assert_no_secret(repr(fragment), fragment.source)
+    fields["path"] = "s3://bucket/data/tiny.jay#%s" % S3_SECRET
+    assert arrowsmith.Fragment(json.dumps(fields)).source == "s3://bucket/data/tiny.jay"
