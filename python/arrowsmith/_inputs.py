@@ -87,7 +87,7 @@ def datasets(paths: Paths, format: str | None) -> list[tuple[str, str | None]]:
         paths = [paths]
     found: list[tuple[str, str | None]] = []
     for path in map(os.fspath, paths):
-        if not _is_url(path) and os.path.isdir(path) and _format_of(path) is None:
+        if not is_url(path) and os.path.isdir(path) and _format_of(path) is None:
             found.extend(_entries(path, format))
         else:
             # A file, or something missing that the core's open then reports by name.
@@ -97,7 +97,7 @@ def datasets(paths: Paths, format: str | None) -> list[tuple[str, str | None]]:
     return found
 
 
-def _is_url(path: str) -> bool:
+def is_url(path: str) -> bool:
     """Whether a path is a URL (``s3://…``, ``file:///…``), as the core tells them apart."""
     scheme, sep, _ = path.partition("://")
     return bool(sep) and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()

@@ -235,6 +235,12 @@ class ArrowsmithDatasink(Datasink):
     ) -> None:
         if mode not in ("error", "overwrite"):
             raise ValueError(f"mode must be 'error' or 'overwrite', not {mode!r}")
+        if _inputs.is_url(os.fspath(directory)):
+            # os.path would take "s3://b/x" for the local directory "s3:/b/x".
+            raise arrowsmith.UnsupportedError(
+                f"{os.fspath(directory).split('?')[0]}: arrowsmith.ray.write writes into a local "
+                "or shared directory, not to a URL; write there and upload the parts"
+            )
         self.directory = os.path.abspath(os.fspath(directory))
         self.format = format
         self.extension = _inputs.extension_of(format)

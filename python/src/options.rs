@@ -100,10 +100,11 @@ fn apply_keywords(
         let keyword: String = keyword.extract()?;
         let Some(setting) = keyword_setting(kind, &keyword) else {
             let known: Vec<&str> = arrowsmith::options::keys(kind)
-                .filter(|k| keyword_setting(kind, k).is_some())
+                .filter(|k| keyword_setting(kind, k).is_some_and(|s| !s.is_storage()))
                 .collect();
             return Err(PyTypeError::new_err(format!(
-                "unexpected option {keyword}=; the {} options are {}",
+                "unexpected option {keyword}=; the {} options are {} (and remote storage's \
+                 settings go in storage_options={{…}})",
                 kind.side(),
                 known.join(", ")
             )));

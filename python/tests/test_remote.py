@@ -222,6 +222,9 @@ def test_remote_ray_read_equals_local(bucket, s3_options):
         got = pa.concat_tables(ray.get(ds.to_arrow_refs()))
         want = arrowsmith.read(path)
         assert got.to_pylist() == want.to_pylist()
+        # Writing is into a directory; a URL is refused rather than taken for "s3:/bucket/…".
+        with pytest.raises(arrowsmith.UnsupportedError, match="URL"):
+            arrowsmith.ray.write(ds, "s3://%s/ray-out" % bucket, format="jay")
     finally:
         ray.shutdown()
 
