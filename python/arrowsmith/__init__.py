@@ -9,6 +9,7 @@ return their objects (``read``, ``scan``).
     >>> df = pl.DataFrame(arrowsmith.open("frame.jay"))
     >>> table = arrowsmith.read("trace.ds", type="Trace::NFS::common", columns=["time", "op"])
     >>> arrowsmith.write(df, "frame.bcolz", mode="overwrite")
+    >>> arrowsmith.read("s3://bucket/frame.jay", storage_options={"aws_region": "eu-west-1"})
 
 See docs/python.md for every function and option.
 """
@@ -73,6 +74,7 @@ __all__ = [
 ]
 
 Columns = Union[Sequence[str], Sequence[int], None]
+StorageOptions = Union[dict[str, Union[str, bool, int]], None]
 
 
 def open(
@@ -82,6 +84,7 @@ def open(
     columns: Columns = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: StorageOptions = None,
     **options: Any,
 ) -> Reader:
     """Opens a file (or bcolz/Filo directory) for one pass over its record batches.
@@ -93,9 +96,21 @@ def open(
     positions, in the order wanted; ``**options`` are the read settings of docs/settings.md
     by key (``type="Trace::NFS::common"``, ``utf8=True``, ``filo_type="Long"``,
     ``lenient_eof=True``, ``nat_as_null=False``, …).
+
+    ``source`` may be a URL (``s3://bucket/key``, ``gs://…``, ``az://…``, ``https://…``):
+    ``storage_options`` are then the settings of its store, object_store's keys
+    (``aws_region``, ``aws_endpoint_url``, ``azure_storage_sas_key``, …) over the environment's
+    (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``); see docs/object-storage.md. No message, repr or
+    fragment shows their values.
     """
     return _native.open(
-        source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
+        source,
+        format=format,
+        columns=columns,
+        limit=limit,
+        batch_size=batch_size,
+        storage_options=storage_options,
+        **options,
     )
 
 
@@ -107,6 +122,7 @@ def read(
     limit: int | None = None,
     batch_size: int | None = None,
     progress: bool = False,
+    storage_options: StorageOptions = None,
     **options: Any,
 ) -> pyarrow.Table:
     """Reads a whole source into a ``pyarrow.Table`` (needs pyarrow).
@@ -117,14 +133,26 @@ def read(
     pa = _import("pyarrow", "read() returns a pyarrow.Table")
     if progress:
         ds = Dataset(
-            source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
+            source,
+            format=format,
+            columns=columns,
+            limit=limit,
+            batch_size=batch_size,
+            storage_options=storage_options,
+            **options,
         )
-        bar = _progress_bar(ds._known_rows(), "reading " + os.fspath(source))
+        bar = _progress_bar(ds._known_rows(), "reading " + ds.source)
         reader = ds.open()
     else:
         bar = None
         reader = open(
-            source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
+            source,
+            format=format,
+            columns=columns,
+            limit=limit,
+            batch_size=batch_size,
+            storage_options=storage_options,
+            **options,
         )
     try:
         loaded = reader.read_all(progress=bar.update if bar is not None else None)
@@ -141,6 +169,7 @@ def scan(
     columns: Columns = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: StorageOptions = None,
     **options: Any,
 ) -> polars.LazyFrame:
     """A Polars ``LazyFrame`` over a source (needs polars, not pyarrow).
@@ -151,7 +180,13 @@ def scan(
     from arrowsmith._polars import scan as _scan
 
     return _scan(
-        source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
+        source,
+        format=format,
+        columns=columns,
+        limit=limit,
+        batch_size=batch_size,
+        storage_options=storage_options,
+        **options,
     )
 
 
@@ -162,6 +197,7 @@ def dataset(
     columns: Columns = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: StorageOptions = None,
     **options: Any,
 ) -> Dataset:
     """A re-openable source: every Arrow consumer that reads it gets a fresh reader.
@@ -171,7 +207,13 @@ def dataset(
     arguments of :func:`open`; the source and the options are checked here.
     """
     return Dataset(
-        source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
+        source,
+        format=format,
+        columns=columns,
+        limit=limit,
+        batch_size=batch_size,
+        storage_options=storage_options,
+        **options,
     )
 
 
@@ -184,6 +226,7 @@ def write(
     compression: str | None = None,
     durable: bool = True,
     progress: bool = False,
+    storage_options: StorageOptions = None,
     **options: Any,
 ) -> WriteSummary:
     """Writes any Arrow data to ``target`` in any format arrowsmith writes.
@@ -203,10 +246,14 @@ def write(
     ``durable=False`` skips the flush to disk (fsync) before the output is renamed into place,
     as ``--no-sync`` does: faster, and what most tools do, but a power loss soon after may lose
     the output (an append always flushes). Returns the rows written and the writer's warnings.
+
+    ``target`` may be a URL (``s3://bucket/out.jay``), written with ``storage_options`` (see
+    :func:`open`) through a multipart upload that completes only when everything was written;
+    ``mode="append"`` refuses a URL, and ``durable`` means nothing there.
     """
     data = _arrow_producer(data)
     rows = _row_count_hint(data)
-    bar = _progress_bar(rows, "writing " + os.fspath(target)) if progress else None
+    bar = _progress_bar(rows, "writing " + _shown(target)) if progress else None
     try:
         return _native.write(
             data,
@@ -217,6 +264,7 @@ def write(
             durable=durable,
             progress=bar.update if bar is not None else None,
             expected_rows=rows,
+            storage_options=storage_options,
             **options,
         )
     finally:
@@ -225,7 +273,12 @@ def write(
 
 
 def inspect(
-    source: Source, *, format: str | None = None, verify: bool = False, **options: Any
+    source: Source,
+    *,
+    format: str | None = None,
+    verify: bool = False,
+    storage_options: StorageOptions = None,
+    **options: Any,
 ) -> InspectReport:
     """What a source holds, as a dict: what ``arrowsmith inspect --json`` prints.
 
@@ -237,7 +290,11 @@ def inspect(
     ``verify=True`` every batch is decoded and ``verify`` says how it went (``ok``, ``rows``,
     ``batches``, ``error``, and ``damaged``: every damaged part) instead of raising.
     """
-    return _json.loads(_native.inspect_json(source, format=format, verify=verify, **options))
+    return _json.loads(
+        _native.inspect_json(
+            source, format=format, verify=verify, storage_options=storage_options, **options
+        )
+    )
 
 
 def fragments(
@@ -245,6 +302,7 @@ def fragments(
     *,
     format: str | None = None,
     target_rows: int | None = None,
+    storage_options: StorageOptions = None,
     **options: Any,
 ) -> list[Fragment]:
     """Splits a source into pieces of about ``target_rows`` rows (default 1,048,576) along its
@@ -253,9 +311,17 @@ def fragments(
 
     Each :class:`Fragment` is read independently with :func:`open_fragment`, in any thread or
     process: it pickles. The rows of all fragments, in order, are the rows of the source.
-    ``**options`` are the read options of :func:`open`.
+    ``**options`` and ``storage_options`` are :func:`open`'s. A fragment of a URL names the
+    object with its size and version (ETag), never the storage options: pass them again to
+    :func:`open_fragment`, which fails when the object changed since the listing.
     """
-    return _native.fragments(source, format=format, target_rows=target_rows, **options)
+    return _native.fragments(
+        source,
+        format=format,
+        target_rows=target_rows,
+        storage_options=storage_options,
+        **options,
+    )
 
 
 def open_fragment(
@@ -264,9 +330,17 @@ def open_fragment(
     columns: Columns = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> Reader:
-    """Opens one fragment for one pass; ``limit`` counts the fragment's rows."""
-    return _native.open_fragment(fragment, columns=columns, limit=limit, batch_size=batch_size)
+    """Opens one fragment for one pass; ``limit`` counts the fragment's rows. A fragment of a
+    URL is read with ``storage_options`` (see :func:`open`): it carries none of its own."""
+    return _native.open_fragment(
+        fragment,
+        columns=columns,
+        limit=limit,
+        batch_size=batch_size,
+        storage_options=storage_options,
+    )
 
 
 def _import(module: str, purpose: str) -> Any:
@@ -311,3 +385,15 @@ def _progress_bar(total: int | None, description: str) -> Any:
     except ImportError:
         return None
     return tqdm(total=total, desc=description, unit=" rows", unit_scale=True)
+
+
+def _shown(target: Any) -> str:
+    """A target as a progress bar names it: a URL without its query string and userinfo,
+    where signed URLs and SAS tokens keep credentials."""
+    text = os.fspath(target)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text
+    rest = rest.split("?", 1)[0].split("#", 1)[0]
+    authority, slash, key = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{key}"

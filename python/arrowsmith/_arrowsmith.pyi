@@ -12,6 +12,8 @@ _debug_build: bool
 
 _Source = Union[str, os.PathLike[str]]
 _Columns = Union[Sequence[str], Sequence[int], None]
+# Object storage settings (object_store's keys) for a URL source or target; docs/object-storage.md.
+_StorageOptions = Union[dict[str, Union[str, bool, int]], None]
 
 class Schema:
     """The column names, Arrow types and metadata of a Reader, Dataset or RecordBatch.
@@ -96,6 +98,7 @@ class Dataset:
         columns: _Columns = None,
         limit: int | None = None,
         batch_size: int | None = None,
+        storage_options: _StorageOptions = None,
         **options: Any,
     ) -> None:
         """Checks the source and the options (as :func:`arrowsmith.open` takes them)."""
@@ -104,7 +107,7 @@ class Dataset:
         """The schema of the batches, after ``columns``."""
     @property
     def source(self) -> str:
-        """The source's path."""
+        """The source's path or URL (without a URL's userinfo and query string)."""
     @property
     def format(self) -> str:
         """The source's format name."""
@@ -222,6 +225,7 @@ def open(
     columns: _Columns = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: _StorageOptions = None,
     **options: Any,
 ) -> Reader:
     """Opens a source for one pass (see ``arrowsmith.open``)."""
@@ -236,6 +240,7 @@ def write(
     durable: bool = True,
     progress: Callable[[int], Any] | None = None,
     expected_rows: int | None = None,
+    storage_options: _StorageOptions = None,
     **options: Any,
 ) -> WriteSummary:
     """Writes an Arrow producer (see ``arrowsmith.write``).
@@ -246,7 +251,12 @@ def write(
     """
 
 def fragments(
-    source: _Source, *, format: str | None = None, target_rows: int | None = None, **options: Any
+    source: _Source,
+    *,
+    format: str | None = None,
+    target_rows: int | None = None,
+    storage_options: _StorageOptions = None,
+    **options: Any,
 ) -> list[Fragment]:
     """See ``arrowsmith.fragments``."""
 
@@ -256,6 +266,7 @@ def open_fragment(
     columns: _Columns = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: _StorageOptions = None,
 ) -> Reader:
     """See ``arrowsmith.open_fragment``."""
 
@@ -318,7 +329,12 @@ class InspectReport(_InspectReportKeys, total=False):
     verify: InspectVerification
 
 def inspect_json(
-    source: _Source, *, format: str | None = None, verify: bool = False, **options: Any
+    source: _Source,
+    *,
+    format: str | None = None,
+    verify: bool = False,
+    storage_options: _StorageOptions = None,
+    **options: Any,
 ) -> str:
     """The report of ``arrowsmith.inspect`` as JSON text (an ``InspectReport``)."""
 

@@ -1,9 +1,11 @@
 """The inputs of a distributed read, shared by ``arrowsmith.ray`` and ``arrowsmith.dask``: the
-paths given (files, bcolz/Filo directories, directories of those) expanded into datasets, each
-dataset split into fragments, all under one schema.
+paths given (files, bcolz/Filo directories, directories of those, URLs of objects) expanded
+into datasets, each dataset split into fragments, all under one schema.
 
 Only structure is read here (headers, footers, extent indexes), on the driver; the rows are
-read by the workers, one fragment each.
+read by the workers, one fragment each. A fragment of a URL names its object (with its size
+and ETag); the workers open it by URL with the storage options the read was given, so no
+worker needs a shared disk.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ def plan(
     columns: Sequence[str] | Sequence[int] | None,
     target_rows: int | None,
     options: dict[str, Any],
+    storage_options: dict[str, Any] | None = None,
 ) -> Plan:
     """Lists the fragments of every input; a ValueError names the first input whose columns
     differ from the others'."""
@@ -48,7 +51,13 @@ def plan(
     fragments: list[arrowsmith.Fragment] = []
     names: list[str] | None = None
     for path, path_format in datasets(paths, format):
-        dataset = arrowsmith.dataset(path, format=path_format, columns=columns, **options)
+        dataset = arrowsmith.dataset(
+            path,
+            format=path_format,
+            columns=columns,
+            storage_options=storage_options,
+            **options,
+        )
         this = pa.schema(dataset.schema)
         if schema is None:
             schema, first = this, path
@@ -72,13 +81,13 @@ def datasets(paths: Paths, format: str | None) -> list[tuple[str, str | None]]:
     reads a directory LOCATION: hidden entries (``.``, ``_``) and unrecognised ones are skipped,
     subdirectories are not entered, and the entries must all be of one format unless
     ``format`` picks one. Entries are sorted by name, so ``part-00000``, ``part-00001``, … are
-    read in order.
+    read in order. A URL names one object or dataset prefix, read as it is.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: list[tuple[str, str | None]] = []
     for path in map(os.fspath, paths):
-        if os.path.isdir(path) and _format_of(path) is None:
+        if not is_url(path) and os.path.isdir(path) and _format_of(path) is None:
             found.extend(_entries(path, format))
         else:
             # A file, or something missing that the core's open then reports by name.
@@ -86,6 +95,12 @@ def datasets(paths: Paths, format: str | None) -> list[tuple[str, str | None]]:
     if not found:
         raise ValueError("no input: give a path, a list of paths or a directory")
     return found
+
+
+def is_url(path: str) -> bool:
+    """Whether a path is a URL (``s3://…``, ``file:///…``), as the core tells them apart."""
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
 def _entries(directory: str, format: str | None) -> list[tuple[str, str | None]]:

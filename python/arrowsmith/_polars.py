@@ -24,6 +24,7 @@ def scan(
     columns: Sequence[str] | Sequence[int] | None = None,
     limit: int | None = None,
     batch_size: int | None = None,
+    storage_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> pl.LazyFrame:
     import polars as pl
@@ -31,7 +32,13 @@ def scan(
 
     # Checks the source and the options now; every collect() opens a fresh reader from it.
     ds = Dataset(
-        source, format=format, columns=columns, limit=limit, batch_size=batch_size, **options
+        source,
+        format=format,
+        columns=columns,
+        limit=limit,
+        batch_size=batch_size,
+        storage_options=storage_options,
+        **options,
     )
     schema = pl.DataFrame(ds.open(limit=0)).schema
     names = list(schema)
@@ -75,7 +82,7 @@ def scan(
             schema=schema,
             is_pure=True,
             explain_name="arrowsmith",
-            explain_detail=f"{ds.format} {os.fspath(source)}",
+            explain_detail=f"{ds.format} {ds.source}",
         )
     except TypeError:
         # Polars before 1.35 names no scan node in explain().

@@ -35,6 +35,7 @@ def read(
     columns: Sequence[str] | Sequence[int] | None = None,
     target_rows: int | None = None,
     batch_size: int | None = None,
+    storage_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> dd.DataFrame:
     """A ``dask.dataframe.DataFrame`` over the rows of every input, in order.
@@ -45,9 +46,18 @@ def read(
     sizes the fragments, which are the partitions (default 1,048,576 rows). When every fragment
     knows its row count, the index is the row number over all inputs, with known divisions, so
     ``df.loc[n]`` touches one partition.
+
+    A path may be a URL (``s3://bucket/trace.ds``): the driver lists its fragments and each
+    partition opens its own by URL, with ``storage_options`` (:func:`arrowsmith.open`'s), which
+    go into the graph with every partition; a fragment itself carries no credentials.
     """
     plan = _inputs.plan(
-        paths, format=format, columns=columns, target_rows=target_rows, options=options
+        paths,
+        format=format,
+        columns=columns,
+        target_rows=target_rows,
+        options=options,
+        storage_options=storage_options,
     )
     meta = _to_pandas(plan.schema.empty_table())
     fragments = plan.fragments
@@ -70,6 +80,7 @@ def read(
         enforce_metadata=False,
         columns=plan.columns,
         batch_size=batch_size,
+        storage_options=storage_options,
     )
 
 
@@ -78,10 +89,13 @@ def _read_fragment(
     offset: int | None,
     columns: list[str] | None = None,
     batch_size: int | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One partition: the fragment's rows of the columns Dask asks for. The ``columns`` keyword
     is what tells ``dd.from_map`` that this function takes a projection."""
-    reader = arrowsmith.open_fragment(fragment, columns=columns, batch_size=batch_size)
+    reader = arrowsmith.open_fragment(
+        fragment, columns=columns, batch_size=batch_size, storage_options=storage_options
+    )
     # read_all raises arrowsmith's own error for damaged data, not pyarrow's wrapping of it.
     table = pa.table(reader.read_all())
     frame = _to_pandas(table)

@@ -45,6 +45,7 @@ def read(
     batch_size: int | None = None,
     override_num_blocks: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> ray.data.Dataset:
     """A ``ray.data.Dataset`` over the rows of every input, in order.
@@ -56,6 +57,10 @@ def read(
     read tasks; ``batch_size`` the batches each task decodes at a time. ``override_num_blocks``
     and ``ray_remote_args`` go to ``ray.data.read_datasource``. Ray may narrow the columns
     further (``ds.select_columns``); only those are decoded.
+
+    A path may be a URL (``s3://bucket/frame.jay``): the driver lists its fragments and each
+    read task opens its own by URL, with ``storage_options`` (:func:`arrowsmith.open`'s), which
+    travel with the task; a fragment itself carries no credentials.
     """
     source = ArrowsmithDatasource(
         paths,
@@ -63,6 +68,7 @@ def read(
         columns=columns,
         target_rows=target_rows,
         batch_size=batch_size,
+        storage_options=storage_options,
         **options,
     )
     return ray.data.read_datasource(
@@ -115,13 +121,20 @@ class ArrowsmithDatasource(Datasource):
         columns: Sequence[str] | Sequence[int] | None = None,
         target_rows: int | None = None,
         batch_size: int | None = None,
+        storage_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         super().__init__()
         self._plan = _inputs.plan(
-            paths, format=format, columns=columns, target_rows=target_rows, options=options
+            paths,
+            format=format,
+            columns=columns,
+            target_rows=target_rows,
+            options=options,
+            storage_options=storage_options,
         )
         self._batch_size = batch_size
+        self._storage_options = storage_options
         self._projection_map = None
 
     def get_name(self) -> str:
@@ -168,7 +181,9 @@ class ArrowsmithDatasource(Datasource):
                 input_files=sorted({f.source for f in group}),
                 exec_stats=None,
             )
-            read_fn = functools.partial(_read_fragments, group, columns, self._batch_size)
+            read_fn = functools.partial(
+                _read_fragments, group, columns, self._batch_size, self._storage_options
+            )
             tasks.append(
                 ReadTask(read_fn, metadata, schema=schema, per_task_row_limit=per_task_row_limit)
             )
@@ -190,12 +205,17 @@ def _runs(fragments: list[arrowsmith.Fragment], parallelism: int) -> list[list[a
 
 
 def _read_fragments(
-    fragments: list[arrowsmith.Fragment], columns: list[str] | None, batch_size: int | None
+    fragments: list[arrowsmith.Fragment],
+    columns: list[str] | None,
+    batch_size: int | None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Iterator[pa.Table]:
     """A read task's body, run on a worker: each fragment's batches as they are decoded, so a
     worker holds a batch or so at a time, not the fragment (Ray merges them into blocks)."""
     for fragment in fragments:
-        with arrowsmith.open_fragment(fragment, columns=columns, batch_size=batch_size) as reader:
+        with arrowsmith.open_fragment(
+            fragment, columns=columns, batch_size=batch_size, storage_options=storage_options
+        ) as reader:
             for batch in reader:
                 yield pa.Table.from_batches([pa.record_batch(batch)])
 
@@ -215,6 +235,12 @@ class ArrowsmithDatasink(Datasink):
     ) -> None:
         if mode not in ("error", "overwrite"):
             raise ValueError(f"mode must be 'error' or 'overwrite', not {mode!r}")
+        if _inputs.is_url(os.fspath(directory)):
+            # os.path would take "s3://b/x" for the local directory "s3:/b/x".
+            raise arrowsmith.UnsupportedError(
+                f"{os.fspath(directory).split('?')[0]}: arrowsmith.ray.write writes into a local "
+                "or shared directory, not to a URL; write there and upload the parts"
+            )
         self.directory = os.path.abspath(os.fspath(directory))
         self.format = format
         self.extension = _inputs.extension_of(format)

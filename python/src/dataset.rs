@@ -15,7 +15,8 @@ use crate::reader::{open_spec, schema_capsule, stream_capsule, PyReader, PySchem
 
 /// Opens a source for one pass over its batches.
 #[pyfunction]
-#[pyo3(signature = (source, *, format = None, columns = None, limit = None, batch_size = None, **options))]
+#[pyo3(signature = (source, *, format = None, columns = None, limit = None, batch_size = None, storage_options = None, **options))]
+#[allow(clippy::too_many_arguments)]
 pub fn open(
     py: Python<'_>,
     source: PathBuf,
@@ -23,9 +24,18 @@ pub fn open(
     columns: Option<&Bound<'_, PyAny>>,
     limit: Option<i64>,
     batch_size: Option<i64>,
+    storage_options: Option<&Bound<'_, PyAny>>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyReader> {
-    let spec = ReadSpec::new(source, format, columns, limit, batch_size, options)?;
+    let spec = ReadSpec::new(
+        source,
+        format,
+        columns,
+        limit,
+        batch_size,
+        options,
+        storage_options,
+    )?;
     open_spec(py, &spec)
 }
 
@@ -63,7 +73,8 @@ impl PyDataset {
 #[pymethods]
 impl PyDataset {
     #[new]
-    #[pyo3(signature = (source, *, format = None, columns = None, limit = None, batch_size = None, **options))]
+    #[pyo3(signature = (source, *, format = None, columns = None, limit = None, batch_size = None, storage_options = None, **options))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         source: PathBuf,
@@ -71,9 +82,18 @@ impl PyDataset {
         columns: Option<&Bound<'_, PyAny>>,
         limit: Option<i64>,
         batch_size: Option<i64>,
+        storage_options: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyDataset> {
-        let spec = ReadSpec::new(source, format, columns, limit, batch_size, options)?;
+        let spec = ReadSpec::new(
+            source,
+            format,
+            columns,
+            limit,
+            batch_size,
+            options,
+            storage_options,
+        )?;
         // Opening once checks the source and the options now, not at the first scan.
         let (input, schema) = py
             .detach(|| -> arrowsmith::Result<(Input, SchemaRef)> {
@@ -100,7 +120,7 @@ impl PyDataset {
     /// The source's path.
     #[getter]
     fn source(&self) -> String {
-        self.spec.path.display().to_string()
+        crate::options::shown_source(&self.spec.path)
     }
 
     /// The source's format name (as `formats()` lists it).
@@ -212,7 +232,7 @@ impl PyDataset {
     fn __repr__(&self) -> String {
         format!(
             "arrowsmith.Dataset({:?}, format={:?}, columns={:?})",
-            self.spec.path.display().to_string(),
+            crate::options::shown_source(&self.spec.path),
             self.spec.format().name(),
             self.schema
                 .fields()

@@ -136,7 +136,9 @@ pub fn to_py(error: Error) -> PyErr {
 
 fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     let t = types(py);
-    let missing = error.class() == ErrorClass::Io && error.file().is_some_and(is_missing);
+    let missing = error.class() == ErrorClass::Io
+        && (error.io_kind() == Some(std::io::ErrorKind::NotFound)
+            || error.file().is_some_and(is_missing));
     let ty = match error.class() {
         // The core keeps only the text of an io::Error, so a missing file is recognised by
         // the path it names no longer existing.
@@ -169,8 +171,10 @@ fn build(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(exception))
 }
 
+/// Whether the local file an error names is missing; a URL's missing object is known by the
+/// error's kind instead.
 fn is_missing(path: &Path) -> bool {
-    matches!(path.try_exists(), Ok(false))
+    !arrowsmith::source::is_url(path) && matches!(path.try_exists(), Ok(false))
 }
 
 /// The Python exception for an error that came through the `RecordBatchReader` interface, with

@@ -36,7 +36,7 @@ impl PyFragment {
     /// The source it belongs to.
     #[getter]
     fn source(&self) -> String {
-        self.0.path.display().to_string()
+        crate::options::shown_source(&self.0.path)
     }
 
     /// The source's format name.
@@ -102,7 +102,7 @@ impl PyFragment {
         format!(
             "arrowsmith.Fragment({} of {:?} ({}): {range}, {about}{} rows, {} bytes)",
             self.0.index,
-            self.0.path.display().to_string(),
+            crate::options::shown_source(&self.0.path),
             self.0.format.name(),
             self.0.rows,
             self.0.bytes
@@ -136,30 +136,33 @@ fn list(py: Python<'_>, spec: &ReadSpec, target_rows: Option<i64>) -> PyResult<V
 }
 
 #[pyfunction]
-#[pyo3(signature = (source, *, format = None, target_rows = None, **options))]
+#[pyo3(signature = (source, *, format = None, target_rows = None, storage_options = None, **options))]
 pub fn fragments(
     py: Python<'_>,
     source: PathBuf,
     format: Option<&str>,
     target_rows: Option<i64>,
+    storage_options: Option<&Bound<'_, PyAny>>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<PyFragment>> {
-    let spec = ReadSpec::new(source, format, None, None, None, options)?;
+    let spec = ReadSpec::new(source, format, None, None, None, options, storage_options)?;
     list(py, &spec, target_rows)
 }
 
-/// Opens one fragment; its format and format options come with it.
+/// Opens one fragment; its format and format options come with it, the settings of remote
+/// storage (which a fragment never carries) from `storage_options`.
 #[pyfunction]
-#[pyo3(signature = (fragment, *, columns = None, limit = None, batch_size = None))]
+#[pyo3(signature = (fragment, *, columns = None, limit = None, batch_size = None, storage_options = None))]
 pub fn open_fragment(
     py: Python<'_>,
     fragment: &Bound<'_, PyFragment>,
     columns: Option<&Bound<'_, PyAny>>,
     limit: Option<i64>,
     batch_size: Option<i64>,
+    storage_options: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyReader> {
     let fragment = &fragment.get().0;
-    let mut spec = ReadSpec::for_fragment(fragment);
+    let mut spec = ReadSpec::for_fragment(fragment, storage_options)?;
     spec.set_scan(columns, limit, batch_size)?;
     open_spec(py, &spec)
 }

@@ -12,15 +12,16 @@ use crate::options::ReadSpec;
 /// The report of `arrowsmith inspect --json`, structure included, as JSON text (the Python
 /// side turns it into a dict). The library names its settings as the keywords do.
 #[pyfunction]
-#[pyo3(signature = (source, *, format = None, verify = false, **options))]
+#[pyo3(signature = (source, *, format = None, verify = false, storage_options = None, **options))]
 pub fn inspect_json(
     py: Python<'_>,
     source: PathBuf,
     format: Option<&str>,
     verify: bool,
+    storage_options: Option<&Bound<'_, PyAny>>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let spec = ReadSpec::new(source, format, None, None, None, options)?;
+    let spec = ReadSpec::new(source, format, None, None, None, options, storage_options)?;
     let options = InspectOptions {
         read: spec.options.clone(),
         verify,

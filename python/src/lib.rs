@@ -18,6 +18,9 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _arrowsmith(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // URLs are read and written through the object_store-backed storage; a second import (a
+    // subinterpreter, a reload) changes nothing.
+    arrowsmith_store::register();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Benchmarks refuse a debug build (maturin develop's default), whose timings mean nothing.
     m.add("_debug_build", cfg!(debug_assertions))?;

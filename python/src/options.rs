@@ -8,11 +8,17 @@
 //! `mode=`, `compression=`, `durable=`) are not keywords. An unknown keyword is a `TypeError`,
 //! as for any Python function; a known one that does not apply to the format is an
 //! `ArgumentError` (a `ValueError`), so that an option never silently does nothing.
+//!
+//! The settings of remote storage (object_store's keys: `aws_region`, `azure_storage_sas_key`,
+//! …) come in a dict of their own, `storage_options={…}`, as Polars, Dask and deltalake take
+//! them; they are not `**options` keywords, so that a distributed read can hand them to its
+//! tasks whole. No message names their values.
 
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatchReader;
 use arrowsmith::options::{Setting, SettingKind, ValueKind};
+use arrowsmith::source::StorageOptions;
 use arrowsmith::{Format, Fragment, Projection, ReadOptions, ScanOptions, WriteMode, WriteOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -94,10 +100,11 @@ fn apply_keywords(
         let keyword: String = keyword.extract()?;
         let Some(setting) = keyword_setting(kind, &keyword) else {
             let known: Vec<&str> = arrowsmith::options::keys(kind)
-                .filter(|k| keyword_setting(kind, k).is_some())
+                .filter(|k| keyword_setting(kind, k).is_some_and(|s| !s.is_storage()))
                 .collect();
             return Err(PyTypeError::new_err(format!(
-                "unexpected option {keyword}=; the {} options are {}",
+                "unexpected option {keyword}=; the {} options are {} (and remote storage's \
+                 settings go in storage_options={{…}})",
                 kind.side(),
                 known.join(", ")
             )));
@@ -112,6 +119,132 @@ fn apply_keywords(
         arrowsmith::options::check_applies(kind, setting.key, format).py_err()?;
     }
     Ok(())
+}
+
+/// Refuses a keyword that is a setting of remote storage (before anything is opened): those
+/// go in `storage_options`.
+fn refuse_storage_keywords(options: Option<&Bound<'_, PyDict>>, kind: SettingKind) -> PyResult<()> {
+    for keyword in options.into_iter().flat_map(|dict| dict.keys()) {
+        let keyword: String = keyword.extract()?;
+        if keyword_setting(kind, &keyword).is_some_and(|s| s.is_storage()) {
+            return Err(PyTypeError::new_err(format!(
+                "{keyword}= is a setting of remote storage; pass it in storage_options={{\"{keyword}\": …}}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The keys of the store's own (docs/object-storage.md, "Settings") that the core's settings
+/// table does not list; they go to the store as they are.
+const STORE_KEYS: &[&str] = &["max_retries", "retry_timeout"];
+
+/// The settings of remote storage `storage_options` gives: each entry a storage key of the
+/// core's settings table (set through `ReadOptions::set`/`WriteOptions::set`) or of the
+/// store's own ([`STORE_KEYS`]), its value a str, or a bool or int as its text (`True` →
+/// "true"); `None` leaves the key unset. A key that is not one of remote storage's is an
+/// `ArgumentError`, a value of another type a `TypeError`; no message shows a value.
+pub fn storage_settings(
+    storage_options: Option<&Bound<'_, PyAny>>,
+    kind: SettingKind,
+) -> PyResult<StorageOptions> {
+    let mut read = ReadOptions::default();
+    let mut write = WriteOptions::default();
+    apply_storage(storage_options, |key, text| {
+        if STORE_KEYS.contains(&key) {
+            read.storage.set(key, text);
+            write.storage.set(key, text);
+            return Ok(());
+        }
+        match kind {
+            SettingKind::Read => read.set(key, text),
+            SettingKind::Write => write.set(key, text),
+        }
+    })?;
+    Ok(match kind {
+        SettingKind::Read => read.storage,
+        SettingKind::Write => write.storage,
+    })
+}
+
+fn apply_storage(
+    storage_options: Option<&Bound<'_, PyAny>>,
+    mut set: impl FnMut(&str, &str) -> arrowsmith::Result<()>,
+) -> PyResult<()> {
+    let Some(given) = storage_options.filter(|o| !o.is_none()) else {
+        return Ok(());
+    };
+    let dict = given.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "storage_options must be a dict of object_store's keys and str values, not {}",
+            type_name(given)
+        ))
+    })?;
+    for (key, value) in dict.iter() {
+        let key: String = key
+            .extract()
+            .map_err(|_| PyTypeError::new_err("storage_options keys must be str"))?;
+        if !arrowsmith::options::is_storage_key(&key) && !STORE_KEYS.contains(&key.as_str()) {
+            return Err(errors::argument(format!(
+                "storage_options: {key:?} is not a setting of remote storage; give object_store's \
+                 keys (aws_*, google_*, azure_*, and client keys such as allow_http or timeout), \
+                 and the other settings as keywords"
+            )));
+        }
+        if value.is_none() {
+            continue;
+        }
+        let text = if value.is_instance_of::<PyBool>() {
+            value.extract::<bool>()?.to_string()
+        } else if let Ok(text) = value.extract::<String>() {
+            text
+        } else if let Ok(number) = value.extract::<i64>() {
+            number.to_string()
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "storage_options[{key:?}] has the wrong type ({}): expected str",
+                type_name(&value)
+            )));
+        };
+        set(&key, &text).py_err()?;
+    }
+    Ok(())
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default()
+}
+
+/// How a repr or summary names a source: a URL without its userinfo's password (the whole
+/// userinfo for http(s)), query string and fragment, where signed URLs and SAS tokens keep
+/// credentials; a path as it is.
+pub fn shown_source(path: &Path) -> String {
+    let text = path.display().to_string();
+    if !arrowsmith::source::is_url(path) {
+        return text;
+    }
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text;
+    };
+    let rest = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
+    let (authority, key) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host))
+            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
+        {
+            host.to_string()
+        }
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            format!("{user}@{host}")
+        }
+        None => authority.to_string(),
+    };
+    format!("{scheme}://{authority}{key}")
 }
 
 /// Everything a read needs: the source, its format, the scan (columns, limit, batch size) and
@@ -134,9 +267,16 @@ impl ReadSpec {
         limit: Option<i64>,
         batch_size: Option<i64>,
         options: Option<&Bound<'_, PyDict>>,
+        storage_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<ReadSpec> {
-        let format = input_format(&path, format)?;
+        refuse_storage_keywords(options, SettingKind::Read)?;
+        let storage = ReadOptions {
+            storage: storage_settings(storage_options, SettingKind::Read)?,
+            ..ReadOptions::default()
+        };
+        let format = input_format(&path, format, &storage)?;
         let mut read = ReadOptions::for_format(format);
+        read.storage = storage.storage;
         apply_keywords(options, SettingKind::Read, format, |key, text| {
             read.set(key, text)
         })?;
@@ -183,18 +323,22 @@ impl ReadSpec {
         self.options.scan.limit
     }
 
-    /// Reads one fragment, with its own format and format options.
-    pub fn for_fragment(fragment: &Fragment) -> ReadSpec {
-        ReadSpec {
+    /// Reads one fragment, with its own format and format options; a fragment of a remote
+    /// object with `storage_options` (a fragment carries no credentials).
+    pub fn for_fragment(
+        fragment: &Fragment,
+        storage_options: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<ReadSpec> {
+        Ok(ReadSpec {
             path: fragment.path.clone(),
             options: ReadOptions {
                 format: Some(fragment.format),
                 scan: ScanOptions::default(),
                 format_options: fragment.options.clone(),
-                ..Default::default()
+                storage: storage_settings(storage_options, SettingKind::Read)?,
             },
             fragment: Some(fragment.clone()),
-        }
+        })
     }
 
     /// A fresh reader.
@@ -206,10 +350,14 @@ impl ReadSpec {
     }
 }
 
-/// The input's format: as named, or recognised from the content and the name.
-fn input_format(path: &Path, named: Option<&str>) -> PyResult<Format> {
+/// The input's format: as named, or recognised from the content and the name (a URL's by
+/// opening it with the storage settings of `storage`).
+fn input_format(path: &Path, named: Option<&str>, storage: &ReadOptions) -> PyResult<Format> {
     match named {
         Some(name) => parse_format(name),
+        None if arrowsmith::source::is_url(path) => arrowsmith::Input::open(path, storage)
+            .map(|input| input.format())
+            .py_err(),
         None => Format::detect(path).py_err(),
     }
 }
@@ -251,6 +399,7 @@ pub struct WriteSpec {
 }
 
 impl WriteSpec {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         path: PathBuf,
         format: Option<&str>,
@@ -259,8 +408,11 @@ impl WriteSpec {
         durable: bool,
         expected_rows: Option<u64>,
         options: Option<&Bound<'_, PyDict>>,
+        storage_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<WriteSpec> {
+        refuse_storage_keywords(options, SettingKind::Write)?;
         let mut write = parameters(format, mode, compression, durable).py_err()?;
+        write.storage = storage_settings(storage_options, SettingKind::Write)?;
         let format = write.output_format(&path).py_err()?;
         write.format = Some(format);
         apply_keywords(options, SettingKind::Write, format, |key, text| {

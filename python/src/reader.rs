@@ -181,7 +181,7 @@ impl PyReader {
 
     fn __repr__(&self) -> String {
         let source = match &self.source {
-            Some(path) => format!("{:?}, ", path.display().to_string()),
+            Some(path) => format!("{:?}, ", crate::options::shown_source(path)),
             None => String::new(),
         };
         format!(

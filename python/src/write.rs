@@ -44,7 +44,7 @@ impl PyWriteSummary {
 }
 
 #[pyfunction]
-#[pyo3(signature = (data, target, *, format = None, mode = "error", compression = None, durable = true, progress = None, expected_rows = None, **options))]
+#[pyo3(signature = (data, target, *, format = None, mode = "error", compression = None, durable = true, progress = None, expected_rows = None, storage_options = None, **options))]
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     py: Python<'_>,
@@ -56,6 +56,7 @@ pub fn write(
     durable: bool,
     progress: Option<Py<PyAny>>,
     expected_rows: Option<u64>,
+    storage_options: Option<&Bound<'_, PyAny>>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyWriteSummary> {
     let spec = WriteSpec::new(
@@ -66,6 +67,7 @@ pub fn write(
         durable,
         expected_rows,
         options,
+        storage_options,
     )?;
     if spec.mode == arrowsmith::WriteMode::Error && spec.path.exists() {
         return Err(errors::exists(&spec.path));
@@ -86,7 +88,7 @@ pub fn write(
     Ok(PyWriteSummary {
         rows: summary.rows,
         warnings: summary.warnings,
-        path: spec.path.display().to_string(),
+        path: crate::options::shown_source(&spec.path),
         format: spec.format.name(),
     })
 }
