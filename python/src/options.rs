@@ -135,13 +135,8 @@ fn refuse_storage_keywords(options: Option<&Bound<'_, PyDict>>, kind: SettingKin
     Ok(())
 }
 
-/// The keys of the store's own (docs/object-storage.md, "Settings") that the core's settings
-/// table does not list; they go to the store as they are.
-const STORE_KEYS: &[&str] = &["max_retries", "retry_timeout"];
-
 /// The settings of remote storage `storage_options` gives: each entry a storage key of the
-/// core's settings table (set through `ReadOptions::set`/`WriteOptions::set`) or of the
-/// store's own ([`STORE_KEYS`]), its value a str, or a bool or int as its text (`True` →
+/// core's settings table (set through `ReadOptions::set`/`WriteOptions::set`), its value a str, or a bool or int as its text (`True` →
 /// "true"); `None` leaves the key unset. A key that is not one of remote storage's is an
 /// `ArgumentError`, a value of another type a `TypeError`; no message shows a value.
 pub fn storage_settings(
@@ -150,16 +145,9 @@ pub fn storage_settings(
 ) -> PyResult<StorageOptions> {
     let mut read = ReadOptions::default();
     let mut write = WriteOptions::default();
-    apply_storage(storage_options, |key, text| {
-        if STORE_KEYS.contains(&key) {
-            read.storage.set(key, text);
-            write.storage.set(key, text);
-            return Ok(());
-        }
-        match kind {
-            SettingKind::Read => read.set(key, text),
-            SettingKind::Write => write.set(key, text),
-        }
+    apply_storage(storage_options, |key, text| match kind {
+        SettingKind::Read => read.set(key, text),
+        SettingKind::Write => write.set(key, text),
     })?;
     Ok(match kind {
         SettingKind::Read => read.storage,
@@ -184,7 +172,7 @@ fn apply_storage(
         let key: String = key
             .extract()
             .map_err(|_| PyTypeError::new_err("storage_options keys must be str"))?;
-        if !arrowsmith::options::is_storage_key(&key) && !STORE_KEYS.contains(&key.as_str()) {
+        if !arrowsmith::options::is_storage_key(&key) {
             return Err(errors::argument(format!(
                 "storage_options: {key:?} is not a setting of remote storage; give object_store's \
                  keys (aws_*, google_*, azure_*, and client keys such as allow_http or timeout), \

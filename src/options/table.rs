@@ -106,12 +106,14 @@ pub const STORAGE_CLIENT_KEYS: &[&str] = &[
     "http2_keep_alive_timeout",
     "http2_keep_alive_while_idle",
     "http2_max_frame_size",
+    "max_retries",
     "pool_idle_timeout",
     "pool_max_idle_per_host",
     "proxy_url",
     "proxy_ca_certificate",
     "proxy_excludes",
     "randomize_addresses",
+    "retry_timeout",
     "timeout",
     "user_agent",
 ];
@@ -138,6 +140,8 @@ const GOOGLE: &str = "Remote storage: a Google Cloud Storage key of object_store
 const AZURE: &str = "Remote storage: an Azure Blob Storage key of object_store (azure_storage_account_name, azure_storage_account_key, azure_storage_sas_key, azure_use_emulator, …).";
 const CLIENT: &str = "Remote storage: an HTTP client key of object_store, for every store.";
 const CLIENT_DEFAULT: &str = "object_store's";
+const RETRIES: &str = "Remote storage: how often a failed request is tried again (arrowsmith-store's own key; object_store has none).";
+const RETRY_TIMEOUT: &str = "Remote storage: how long a request is tried again, as `30s` or `2 min` (arrowsmith-store's own key).";
 
 const fn read(
     key: &'static str,
@@ -259,12 +263,14 @@ pub const SETTINGS: &[Setting] = settings_table! {
     ("http2_keep_alive_timeout", CLIENT_DEFAULT, CLIENT),
     ("http2_keep_alive_while_idle", CLIENT_DEFAULT, CLIENT),
     ("http2_max_frame_size", CLIENT_DEFAULT, CLIENT),
+    ("max_retries", "10", RETRIES),
     ("pool_idle_timeout", CLIENT_DEFAULT, CLIENT),
     ("pool_max_idle_per_host", CLIENT_DEFAULT, CLIENT),
     ("proxy_url", CLIENT_DEFAULT, CLIENT),
     ("proxy_ca_certificate", CLIENT_DEFAULT, CLIENT),
     ("proxy_excludes", CLIENT_DEFAULT, CLIENT),
     ("randomize_addresses", CLIENT_DEFAULT, CLIENT),
+    ("retry_timeout", "3 min", RETRY_TIMEOUT),
     ("timeout", CLIENT_DEFAULT, CLIENT),
     ("user_agent", CLIENT_DEFAULT, CLIENT),
     ]
