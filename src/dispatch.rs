@@ -179,7 +179,7 @@ fn create_remote(
 ) -> Result<Box<dyn BatchWriter + Send>> {
     let url = path.to_str().unwrap_or_default();
     if options.mode == WriteMode::Append {
-        crate::input::refuse_url(path, "appending (the append mode)")
+        source::refuse_url(path, "appending (the append mode)")
             .map_err(|e| e.with_setting("mode"))?;
     }
     let format = options.output_format(path)?;
@@ -361,7 +361,7 @@ pub fn write_all(
 ) -> Result<WriteSummary> {
     let path = path.as_ref();
     if source::is_url(path) && options.mode == WriteMode::Append {
-        crate::input::refuse_url(path, "appending (the append mode)")
+        source::refuse_url(path, "appending (the append mode)")
             .map_err(|e| e.with_setting("mode"))?;
     }
     let local = source::local_path(path);

@@ -72,6 +72,7 @@ impl Appender {
         wait: LockWait,
     ) -> Result<Appender> {
         let path = path.as_ref();
+        crate::source::refuse_url(path, "appending to a bcolz dataset")?;
         // Anything but a directory is refused by `meta::open` below, with its own message.
         let held = if path.is_dir() {
             Some(lock::lock_for_append(path, wait)?)

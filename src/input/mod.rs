@@ -38,7 +38,6 @@ use crate::options::{FormatOptions, ReadOptions};
 use crate::scan::{FragmentSpan, ScanOptions};
 
 pub use crate::format::is_stdin;
-pub use remote::refuse_url;
 pub use stream::{is_stream, refuse_stream, StreamInput};
 
 use crate::fragment::ObjectVersion;

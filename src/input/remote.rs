@@ -115,16 +115,3 @@ pub(crate) fn changed(listed: &ObjectVersion, now: Option<&ObjectVersion>) -> Er
         ),
     )
 }
-
-/// Refuses `what` (an append, a delete) on `path` when it is a URL: a remote object cannot
-/// be changed in place.
-pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
-    if !is_url(path) {
-        return Ok(());
-    }
-    Err(Error::unsupported(format!(
-        "{what} changes a file in place, which an object in remote storage cannot be; \
-         write a new object instead, or work on a local copy"
-    ))
-    .with_file(path))
-}

@@ -797,3 +797,28 @@ fn appending_to_a_url_is_refused() {
         assert!(e.to_string().contains("cannot be"), "{e}");
     }
 }
+
+#[test]
+fn changing_a_remote_file_in_place_is_refused_before_anything_is_read() {
+    use crate::vs::LockWait;
+    let url = "test://data/vs/f64_r1_plain.vs";
+    let says = |e: Error| {
+        let text = e.to_string();
+        assert!(
+            text.contains("remote storage cannot be") && text.contains(url),
+            "{text}"
+        );
+    };
+    says(crate::vs::delete_point(url, 0, LockWait::Try).unwrap_err());
+    says(crate::vs::delete_ordinal(url, 0, LockWait::Try).unwrap_err());
+    says(crate::vs::compact(url, LockWait::Try).unwrap_err());
+    says(crate::vs::append(url, reader(), &Default::default()).unwrap_err());
+    let bcolz = "test://data/bcolz/datasets/ctable_zipline_like";
+    let e = crate::bcolz::Appender::try_new(bcolz, schema(), Default::default())
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("remote storage cannot be") && e.to_string().contains(bcolz),
+        "{e}"
+    );
+}

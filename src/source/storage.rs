@@ -132,3 +132,16 @@ pub fn local_path(path: &Path) -> PathBuf {
         _ => path.to_path_buf(),
     }
 }
+
+/// Refuses `what` (an append, a delete) on `path` when it is a URL: a remote object cannot
+/// be changed in place.
+pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
+    if !is_url(path) {
+        return Ok(());
+    }
+    Err(Error::unsupported(format!(
+        "{what} changes a file in place, which an object in remote storage cannot be; \
+         write a new object instead, or work on a local copy"
+    ))
+    .with_file(path))
+}

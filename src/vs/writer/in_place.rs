@@ -81,6 +81,7 @@ pub fn append(
     options: &WriterOptions,
 ) -> Result<AppendSummary> {
     let path = path.as_ref();
+    crate::source::refuse_url(path, "appending to a vs file")?;
     append_inner(path, reader, options).map_err(|e| e.with_file(path))
 }
 
@@ -259,6 +260,7 @@ impl Drop for UncommittedTail<'_> {
 /// (spec §13.4).
 pub fn delete_point(path: impl AsRef<Path>, offset: u64, wait: LockWait) -> Result<()> {
     let path = path.as_ref();
+    crate::source::refuse_url(path, "deleting a point")?;
     delete_where(path, wait, |list| {
         if list.iter().any(|&(k, o, _)| o == offset && k == codec::POINT) {
             Ok(offset)
@@ -273,6 +275,7 @@ pub fn delete_point(path: impl AsRef<Path>, offset: u64, wait: LockWait) -> Resu
 
 /// Deletes the `ordinal`-th live point (0-based); returns the offset of its block.
 pub fn delete_ordinal(path: impl AsRef<Path>, ordinal: u64, wait: LockWait) -> Result<u64> {
+    crate::source::refuse_url(path.as_ref(), "deleting a point")?;
     delete_where(path.as_ref(), wait, |list| {
         list.iter()
             .filter(|&&(k, _, _)| k == codec::POINT)
@@ -314,6 +317,7 @@ pub struct CompactSummary {
 /// Rewrites a file without its blank blocks and deleted points (spec §13.5).
 pub fn compact(path: impl AsRef<Path>, wait: LockWait) -> Result<CompactSummary> {
     let path = path.as_ref();
+    crate::source::refuse_url(path, "compacting a vs file")?;
     let inner = || {
         let locked = lock::open_locked(path, LockKind::Exclusive, wait)?;
         let bytes = map(&locked.file)?;
