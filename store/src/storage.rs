@@ -1,0 +1,74 @@
+//! The core's [`Storage`] on object_store.
+
+use std::sync::Arc;
+
+use arrowsmith::source::{
+    ByteSource, ObjectSource, ObjectWrite, RemoteEntry, Storage, StorageOptions,
+};
+use arrowsmith::Result;
+use futures_util::StreamExt;
+use object_store::ObjectStoreExt;
+
+use crate::config::resolve;
+use crate::failure::{failure, remote_error, Failure};
+use crate::object::RemoteFile;
+use crate::prefix::RemoteDir;
+use crate::runtime::run;
+
+/// S3, GCS, Azure, HTTP(S) and `file://` URLs through object_store, with object_store's
+/// settings keys over the environment. [`crate::register`] registers one for the process.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ObjectStoreStorage;
+
+impl Storage for ObjectStoreStorage {
+    fn open_file(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
+        Ok(Arc::new(RemoteFile::open(resolve(url, options)?)?))
+    }
+
+    fn open_dir(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ObjectSource>> {
+        Ok(Arc::new(RemoteDir::new(resolve(url, options)?)))
+    }
+
+    /// One HEAD; when there is no object, one listing of at most one key under the prefix.
+    fn stat(&self, url: &str, options: &StorageOptions) -> Result<RemoteEntry> {
+        let target = resolve(url, options)?;
+        let store = target.store.clone();
+        let path = target.path.clone();
+        if !path.as_ref().is_empty() {
+            match run(async move { store.head(&path).await })? {
+                Ok(meta) => return Ok(RemoteEntry::Object { size: meta.size }),
+                Err(e) if failure(&e) == Failure::NotFound => {}
+                Err(e) => return Err(remote_error(&target, "look up the object", &e)),
+            }
+        }
+        if !target.listable {
+            return Ok(RemoteEntry::Missing);
+        }
+        let store = target.store.clone();
+        let path = target.path.clone();
+        let first = run(async move {
+            let prefix = (!path.as_ref().is_empty()).then_some(path);
+            store.list(prefix.as_ref()).next().await
+        })?;
+        match first {
+            Some(Ok(_)) => Ok(RemoteEntry::Prefix),
+            None => Ok(RemoteEntry::Missing),
+            Some(Err(e)) => Err(remote_error(&target, "list the prefix", &e)),
+        }
+    }
+
+    fn create_file(&self, url: &str, options: &StorageOptions) -> Result<Box<dyn ObjectWrite>> {
+        Ok(crate::write::create(resolve(url, options)?))
+    }
+
+    fn delete(&self, url: &str, options: &StorageOptions) -> Result<()> {
+        let target = resolve(url, options)?;
+        let store = target.store.clone();
+        let path = target.path.clone();
+        match run(async move { store.delete(&path).await })? {
+            Ok(()) => Ok(()),
+            Err(e) if failure(&e) == Failure::NotFound => Ok(()),
+            Err(e) => Err(remote_error(&target, "delete the object", &e)),
+        }
+    }
+}
