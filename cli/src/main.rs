@@ -558,9 +558,9 @@ mod tests {
     fn printed_urls_lose_their_credentials() {
         assert_eq!(
             without_credentials(
-                "error: http://u:pw@host:80/b/k.jay: no object [io] (s3://b/k?x-sig=s3cr3t)"
+                "error: http://u:pw@host:80/b/k.jay: no object [io]; az://c/k?sig=s3cr3t: x"
             ),
-            "error: http://host:80/b/k.jay: no object [io] (s3://b/k)"
+            "error: http://host:80/b/k.jay: no object [io]; az://c/k: x"
         );
         assert_eq!(
             without_credentials("wrote 1 row to s3://b/a@b.jay (1 B)"),

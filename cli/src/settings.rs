@@ -426,7 +426,7 @@ mod tests {
                 ("aws_secret_access_key", "k=v"),
             ])
             .unwrap();
-        assert_eq!(read, by_key);
+        assert_eq!(read.storage, by_key.storage);
         assert_eq!(write.storage, by_key.storage);
         assert_ne!(read.storage, ReadOptions::default().storage);
 
