@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use arrowsmith::source::is_url;
 use arrowsmith::{
     Error, ErrorClass, Format, Input, ReadOptions, SalvageReport, Skipped, WriteMode, WriteOptions,
 };
@@ -26,10 +27,16 @@ pub(crate) const AFTER_HELP: &str = "Examples:
   arrowsmith convert damaged.ds rescued.parquet --salvage
 
   arrowsmith convert table.bcolz table.parquet
-  arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2";
+  arrowsmith convert frame.arrow frame.bcolz --compression zstd:5 --bcolz-shuffle 2
+
+  arrowsmith convert s3://bucket/archive.jay archive.parquet --storage-option aws_region=eu-west-1
+  arrowsmith convert trace.ds s3://bucket/trace.parquet";
 
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let started = Instant::now();
+    if args.append {
+        arrowsmith::input::refuse_url(&args.output, "--append")?;
+    }
     let (from, stream) = super::open_input(&args.input, args.from)?;
     let (read, mut write) = options(&args, from)?;
     refuse_same_file(&args.input, &args.output)?;
@@ -42,6 +49,10 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         Some(stream) => (arrowsmith::open_stream(stream, &read)?, None),
         None => {
             let input = Input::open(&args.input, &read)?;
+            if from.is_none() {
+                // A URL, recognised as it was opened: its settings checked as a local input's.
+                options(&args, Some(input.format()))?;
+            }
             let reader = match args.fragment {
                 Some(k) => fragment_reader(&args, k, &input, &read)?,
                 None => input.reader(&read.scan)?,
@@ -83,13 +94,17 @@ pub(crate) fn run(args: ConvertArgs) -> CliResult {
         print_err(&format!("warning: {}", spell_text(warning)));
     }
     warn_salvaged(&skipped, summary.rows);
-    report_written(&args, summary.rows, columns, started)
+    report_written(&args, &write, summary.rows, columns, started)
 }
 
-/// The read and write options the flags ask for, checked against the input format `from` and
-/// the output's format (named, that of an OUTPUT appended to, or from its extension).
-fn options(args: &ConvertArgs, from: Format) -> CliResult<(ReadOptions, WriteOptions)> {
-    let mut read = ReadOptions::for_format(from);
+/// The read and write options the flags ask for, checked against the input format `from` (when
+/// known before opening: not for a URL) and the output's format (named, that of an OUTPUT
+/// appended to, or from its extension).
+fn options(args: &ConvertArgs, from: Option<Format>) -> CliResult<(ReadOptions, WriteOptions)> {
+    let mut read = ReadOptions {
+        format: from,
+        ..Default::default()
+    };
     let mut write = WriteOptions {
         format: args.to,
         ..Default::default()
@@ -98,14 +113,14 @@ fn options(args: &ConvertArgs, from: Format) -> CliResult<(ReadOptions, WriteOpt
         write.mode = WriteMode::Append;
     }
     write.format = Some(write.output_format(&args.output)?);
-    settings(args).conversion(&mut read, &mut write)?;
+    settings(args)?.conversion(&mut read, &mut write)?;
     let to = write.format.unwrap_or(Format::ArrowStream);
     arrowsmith::check_write(&write, to)?;
     Ok((read, write))
 }
 
 /// The settings the flags of `convert` give, as the core's keys.
-pub(crate) fn settings(args: &ConvertArgs) -> Settings {
+pub(crate) fn settings(args: &ConvertArgs) -> arrowsmith::Result<Settings> {
     let mut s = Settings::default();
     s.value("columns", args.columns.as_ref().map(|c| c.join(",")))
         .value("limit", args.limit)
@@ -134,7 +149,8 @@ pub(crate) fn settings(args: &ConvertArgs) -> Settings {
         .flag("overwrite", args.overwrite);
     args.ds_read.settings(&mut s);
     args.ds_write.settings(&mut s);
-    s
+    args.storage.settings(&mut s)?;
+    Ok(s)
 }
 
 /// Fragment `k` of the input's listing at `--target-rows`, opened.
@@ -255,10 +271,17 @@ fn warn_salvaged(skipped: &[Skipped], rows: u64) {
 
 /// The closing line on stderr, unless `--quiet` or the output is standard output, whose
 /// reader (a pipeline) wants the data and nothing else.
-fn report_written(args: &ConvertArgs, rows: u64, columns: usize, started: Instant) -> CliResult {
+fn report_written(
+    args: &ConvertArgs,
+    write: &WriteOptions,
+    rows: u64,
+    columns: usize,
+    started: Instant,
+) -> CliResult {
     if !args.quiet && !arrowsmith::is_stdin(&args.output) {
         let written = super::summary::Written {
             output: &args.output,
+            storage: &write.storage,
             rows,
             columns,
             appended: args.append,
@@ -269,8 +292,16 @@ fn report_written(args: &ConvertArgs, rows: u64, columns: usize, started: Instan
     Ok(())
 }
 
-/// Writing over the input while reading it would lose it.
+/// Writing over the input while reading it would lose it (a local file), or replace the object
+/// being read (a URL, as given).
 fn refuse_same_file(input: &Path, output: &Path) -> arrowsmith::Result<()> {
+    let same_url = is_url(input) && input == output;
+    if same_url {
+        return Err(Error::invalid_argument(
+            "INPUT and OUTPUT are the same URL; write to another object",
+        )
+        .with_file(output));
+    }
     if let (Ok(a), Ok(b)) = (input.canonicalize(), output.canonicalize()) {
         if a == b {
             return Err(Error::invalid_argument(

@@ -2,7 +2,7 @@
 //! JSON object per line, for a driver that hands them to workers (`convert --fragment K`, the
 //! Python package, Ray, Dask).
 
-use arrowsmith::{FormatOptions, ReadOptions};
+use arrowsmith::{FormatOptions, Input, ReadOptions};
 
 use super::{input_format, print_out, CliResult, FragmentsArgs};
 
@@ -22,9 +22,18 @@ pub(crate) fn run(args: FragmentsArgs) -> CliResult {
     settings.value("filo_type", args.filo_type.as_ref());
     args.vs_read.settings(&mut settings);
     args.ds_read.settings(&mut settings);
-    let mut options = ReadOptions::for_format(format);
+    args.storage.settings(&mut settings)?;
+    let mut options = ReadOptions {
+        format,
+        ..Default::default()
+    };
     settings.read(&mut options)?;
-    let fragments = arrowsmith::fragments(&args.input, &options, args.target_rows)?;
+    let input = Input::open(&args.input, &options)?;
+    if format.is_none() {
+        // A URL, recognised as it was opened.
+        super::check_read_settings(&settings, input.format())?;
+    }
+    let fragments = input.fragments(args.target_rows)?;
     let mut text = String::new();
     for fragment in &fragments {
         text.push_str(&fragment_line(fragment));
@@ -44,6 +53,10 @@ pub(crate) fn fragment_line(fragment: &arrowsmith::Fragment) -> String {
         "format": fragment.format,
         "path": fragment.path,
     });
+    // A remote object's size and version, which a worker's read checks.
+    if let Some(object) = &fragment.object {
+        line["object"] = serde_json::to_value(object).unwrap_or_default();
+    }
     let options = serde_json::to_value(&fragment.options).unwrap_or_default();
     if options != serde_json::to_value(FormatOptions::default()).unwrap_or_default() {
         line["options"] = options;

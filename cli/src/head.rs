@@ -11,7 +11,7 @@ use arrow::util::pretty::{pretty_format_batches_with_options, pretty_format_batc
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
-use arrowsmith::{Error, ReadOptions, ScanOptions, DEFAULT_BATCH_SIZE};
+use arrowsmith::{Error, Input, ReadOptions, ScanOptions, DEFAULT_BATCH_SIZE};
 
 use super::{print_out, projection, CliResult, HeadArgs};
 
@@ -22,7 +22,10 @@ pub(crate) const LIST_HEAD: usize = 3;
 
 pub(crate) fn run(args: HeadArgs) -> CliResult {
     let (format, stream) = super::open_input(&args.input, args.from)?;
-    let mut options = ReadOptions::for_format(format);
+    let mut options = ReadOptions {
+        format,
+        ..Default::default()
+    };
     options.scan = ScanOptions {
         batch_size: Some(args.rows.clamp(1, DEFAULT_BATCH_SIZE)),
         projection: projection(&args.columns),
@@ -32,10 +35,17 @@ pub(crate) fn run(args: HeadArgs) -> CliResult {
     let mut settings = super::settings::Settings::default();
     settings.value("filo_type", args.filo_type.as_ref());
     args.ds_read.settings(&mut settings);
+    args.storage.settings(&mut settings)?;
     settings.read(&mut options)?;
-    let reader = match stream {
-        Some(input) => arrowsmith::open_stream(input, &options)?,
-        None => arrowsmith::open(&args.input, &options)?,
+    let reader = match (stream, format) {
+        (Some(input), _) => arrowsmith::open_stream(input, &options)?,
+        (None, Some(_)) => arrowsmith::open(&args.input, &options)?,
+        // A URL, recognised as it is opened.
+        (None, None) => {
+            let input = Input::open(&args.input, &options)?;
+            super::check_read_settings(&settings, input.format())?;
+            input.reader(&options.scan)?
+        }
     };
     let schema = reader.schema();
     let mut batches = Vec::new();

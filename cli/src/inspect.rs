@@ -4,6 +4,7 @@
 //! progress bar while it reads every batch.
 
 use arrowsmith::inspect::{inspect_with_progress, known_rows, InspectOptions};
+use arrowsmith::source::is_url;
 use arrowsmith::{Error, ErrorClass, ReadOptions};
 
 use super::progress::Progress;
@@ -16,7 +17,11 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
     let mut settings = super::settings::Settings::default();
     settings.value("filo_type", args.filo_type.as_ref());
     args.ds_read.settings(&mut settings);
-    let mut read = ReadOptions::for_format(format);
+    args.storage.settings(&mut settings)?;
+    let mut read = ReadOptions {
+        format,
+        ..Default::default()
+    };
     settings.read(&mut read)?;
     let options = InspectOptions {
         read,
@@ -24,9 +29,19 @@ pub(crate) fn run(args: InspectArgs) -> CliResult {
     };
     let mut report = {
         // Dropped before the report prints, which clears the bar.
-        let mut progress = Progress::new(|| known_rows(path, format), None);
+        // A URL's total would take opening it again: its bar counts without one.
+        let total = || {
+            format
+                .filter(|_| !is_url(path))
+                .and_then(|f| known_rows(path, f))
+        };
+        let mut progress = Progress::new(total, None);
         inspect_with_progress(path, &options, &mut |rows| progress.set(rows))?
     };
+    if format.is_none() {
+        // A URL, recognised as it was opened.
+        super::check_read_settings(&settings, report.format)?;
+    }
     report.spell_with(super::settings::spell_text);
     let text = if args.json {
         let mut text = serde_json::to_string_pretty(&report.to_json())

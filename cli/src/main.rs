@@ -17,6 +17,7 @@ mod settings;
 // Without the `sql` feature, a stand-in whose `sql` says how to get it.
 #[cfg_attr(not(feature = "sql"), path = "sql_missing.rs")]
 mod sql;
+mod storage;
 mod summary;
 
 use std::io::Write;
@@ -36,6 +37,10 @@ const AFTER_HELP: &str =
 arrow (IPC file: .arrow/.feather/.ipc), arrows (IPC stream), csv and ndjson; `arrowsmith formats` \
 lists them. Without --from, the input format is recognised by its content, then its extension; \
 without --to, the output format by its extension.
+
+INPUT and OUTPUT may be URLs (s3://, gs://, az://, abfss://, http(s)://): a bcolz or Filo dataset \
+is its key prefix, without a trailing slash. The store's settings come from the environment \
+(AWS_*, GOOGLE_*, AZURE_*) and --storage-option KEY=VALUE; see docs/object-storage.md.
 
 Exit status: 0 success, 1 bad data or I/O error, 2 usage error.";
 
@@ -73,9 +78,9 @@ enum Command {
 
 #[derive(Debug, Args)]
 struct ConvertArgs {
-    /// The file (or directory) to read
+    /// The file (or directory, or URL) to read
     input: PathBuf,
-    /// The file (a directory for bcolz and filo) to write; it appears only when the conversion
+    /// The file (a directory for bcolz and filo; or a URL) to write; it appears only when the conversion
     /// succeeds, and an existing one is replaced only with --overwrite. `-` is standard output,
     /// for the formats that stream (arrows, the default there; csv; ndjson)
     output: PathBuf,
@@ -112,7 +117,8 @@ struct ConvertArgs {
     #[arg(long, visible_alias = "compress", value_name = "C")]
     compression: Option<String>,
     /// Do not flush the output to disk (fsync) before renaming it into place: faster, and what
-    /// most tools do, but a power loss soon after may lose it (--append always flushes)
+    /// most tools do, but a power loss soon after may lose it (--append always flushes). No
+    /// meaning for a URL OUTPUT, which appears only once the store has it
     #[arg(long, conflicts_with = "append")]
     no_sync: bool,
     /// Print no progress bar and no closing line saying what was written (warnings and errors
@@ -198,6 +204,8 @@ struct ConvertArgs {
     ds_read: DsReadArgs,
     #[command(flatten)]
     ds_write: DsWriteArgs,
+    #[command(flatten)]
+    storage: storage::StorageArgs,
 }
 
 /// DataSeries input options (convert, inspect, head).
@@ -232,7 +240,7 @@ pub(crate) struct DsWriteArgs {
 
 #[derive(Debug, Args)]
 struct InspectArgs {
-    /// The file (or directory) to inspect
+    /// The file (or directory, or URL) to inspect
     input: PathBuf,
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
@@ -248,11 +256,13 @@ struct InspectArgs {
     json: bool,
     #[command(flatten)]
     ds_read: DsReadArgs,
+    #[command(flatten)]
+    storage: storage::StorageArgs,
 }
 
 #[derive(Debug, Args)]
 struct FragmentsArgs {
-    /// The file (or directory) to split
+    /// The file (or directory, or URL) to split
     input: PathBuf,
     /// Input format [default: from the content, then the extension]
     #[arg(long, value_name = "FMT", value_parser = parse_format)]
@@ -267,6 +277,8 @@ struct FragmentsArgs {
     vs_read: VsReadArgs,
     #[command(flatten)]
     ds_read: DsReadArgs,
+    #[command(flatten)]
+    storage: storage::StorageArgs,
 }
 
 /// VS input options (fragments).
@@ -290,7 +302,7 @@ impl VsReadArgs {
 
 #[derive(Debug, Args)]
 struct HeadArgs {
-    /// The file (or directory) to read
+    /// The file (or directory, or URL) to read
     input: PathBuf,
     /// Number of rows to print
     #[arg(short = 'n', long = "rows", value_name = "N", default_value_t = 10)]
@@ -306,6 +318,8 @@ struct HeadArgs {
     columns: Option<Vec<String>>,
     #[command(flatten)]
     ds_read: DsReadArgs,
+    #[command(flatten)]
+    storage: storage::StorageArgs,
 }
 
 fn parse_format(name: &str) -> Result<Format, String> {
@@ -360,36 +374,82 @@ pub(crate) fn print_out(text: &str) -> CliResult {
     }
 }
 
-/// Writes one line to standard error, whatever became of it.
+/// Writes one line to standard error, whatever became of it, with no URL's credentials in it.
 pub(crate) fn print_err(line: &str) {
     // One line: messages from libraries may hold line breaks.
     let line: String = line
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
         .collect();
+    let line = without_credentials(&line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
 }
 
-/// The input's format: as named, or recognised by content then extension.
-pub(crate) fn input_format(path: &Path, named: Option<Format>) -> arrowsmith::Result<Format> {
+/// `text` with every URL in it shown without its credentials: the user and password before
+/// `@`, and the query (where a SAS token or a signature sits). A message names its URL as
+/// given, and the given URL may hold them.
+fn without_credentials(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, url) = rest.split_at(at + 3);
+        shown.push_str(before);
+        let end = url.find(char::is_whitespace).unwrap_or(url.len());
+        let (span, after) = url.split_at(end);
+        // A message goes on after its file's `: `.
+        let (span, colon) = match span.strip_suffix(':') {
+            Some(span) => (span, ":"),
+            None => (span, ""),
+        };
+        let authority_end = span.find('/').unwrap_or(span.len());
+        let span = match span[..authority_end].rfind('@') {
+            Some(user_end) => &span[user_end + 1..],
+            None => span,
+        };
+        shown.push_str(span.split_once('?').map_or(span, |(path, _)| path));
+        shown.push_str(colon);
+        rest = after;
+    }
+    shown.push_str(rest);
+    shown
+}
+
+/// The input's format: as named, or recognised by content then extension. `None` for a URL
+/// not named: the core recognises it when it opens it (one request fewer than looking first),
+/// and the command then checks its settings against that format ([`check_read_settings`]).
+pub(crate) fn input_format(
+    path: &Path,
+    named: Option<Format>,
+) -> arrowsmith::Result<Option<Format>> {
     match named {
-        Some(format) => Ok(format),
-        None => Format::detect(path),
+        Some(format) => Ok(Some(format)),
+        None if arrowsmith::source::is_url(path) => Ok(None),
+        None => Format::detect(path).map(Some),
     }
 }
 
-/// The input's format, and the input itself when it is a stream (standard input, a FIFO, a
-/// device): that is opened once, here, and recognised by the first bytes it keeps.
+/// The input's format (see [`input_format`]), and the input itself when it is a stream
+/// (standard input, a FIFO, a device): that is opened once, here, and recognised by the first
+/// bytes it keeps.
 pub(crate) fn open_input(
     path: &Path,
     named: Option<Format>,
-) -> arrowsmith::Result<(Format, Option<arrowsmith::StreamInput>)> {
+) -> arrowsmith::Result<(Option<Format>, Option<arrowsmith::StreamInput>)> {
     if arrowsmith::input::is_stream(path) {
         let (input, format) = arrowsmith::StreamInput::open_as(path, named)?;
-        return Ok((format, Some(input)));
+        return Ok((Some(format), Some(input)));
     }
     Ok((input_format(path, named)?, None))
+}
+
+/// The read settings checked against `format`, the format a URL was recognised as when it was
+/// opened: a setting of another format is the error it is for a local input.
+pub(crate) fn check_read_settings(
+    settings: &settings::Settings,
+    format: Format,
+) -> arrowsmith::Result<()> {
+    settings.read(&mut arrowsmith::ReadOptions::for_format(format))
 }
 
 /// A projection by column names, if any were given.
@@ -436,6 +496,8 @@ fn main() -> ExitCode {
             slot.get_or_insert(format!("{message}{at}"));
         }
     }));
+    // URLs are read and written through object_store, in every build.
+    arrowsmith_store::register();
     let outcome = std::panic::catch_unwind(|| run(cli));
 
     match outcome {
@@ -485,5 +547,25 @@ fn run(cli: Cli) -> CliResult {
         Command::Fragments(args) => fragments::run(args),
         Command::Formats => formats::run(),
         Command::Sql(args) => sql::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_credentials;
+
+    #[test]
+    fn printed_urls_lose_their_credentials() {
+        assert_eq!(
+            without_credentials(
+                "error: http://u:pw@host:80/b/k.jay: no object [io]; az://c/k?sig=s3cr3t: x"
+            ),
+            "error: http://host:80/b/k.jay: no object [io]; az://c/k: x"
+        );
+        assert_eq!(
+            without_credentials("wrote 1 row to s3://b/a@b.jay (1 B)"),
+            "wrote 1 row to s3://b/a@b.jay (1 B)"
+        );
+        assert_eq!(without_credentials("no URL: a:b@c"), "no URL: a:b@c");
     }
 }

@@ -19,15 +19,19 @@ pub(crate) const NOT_SETTINGS: &[&str] = &[
     "json",
     "help",
     "version",
+    // Carries the storage keys of the core's table (object_store's), each as `KEY=VALUE`.
+    "storage-option",
 ];
 
 /// The flag that sets `key`: `--` and the key with `-` for `_`, but for the keys whose flag
-/// says more (`format` is `--from` when read, `--to` when written; `mode` is `--append`).
+/// says more (`format` is `--from` when read, `--to` when written; `mode` is `--append`; a
+/// storage key is `--storage-option KEY=…`).
 pub(crate) fn flag(key: &str, kind: Option<SettingKind>) -> String {
     match (key, kind) {
         ("format", Some(SettingKind::Write)) => "--to".to_owned(),
         ("format", _) => "--from".to_owned(),
         ("mode", _) => "--append".to_owned(),
+        _ if options::is_storage_key(key) => format!("--storage-option {key}=…"),
         _ => format!("--{}", key.replace('_', "-")),
     }
 }
@@ -94,28 +98,28 @@ pub(crate) fn value_of(
 
 /// The settings the flags of one command gave, as core keys and text values, in order.
 #[derive(Debug, Default)]
-pub(crate) struct Settings(pub(crate) Vec<(&'static str, String)>);
+pub(crate) struct Settings(pub(crate) Vec<(String, String)>);
 
 impl Settings {
     /// `key` set to `true` when the flag was given.
-    pub(crate) fn flag(&mut self, key: &'static str, given: bool) -> &mut Self {
+    pub(crate) fn flag(&mut self, key: &str, given: bool) -> &mut Self {
         if given {
-            self.0.push((key, "true".to_owned()));
+            self.0.push((key.to_owned(), "true".to_owned()));
         }
         self
     }
 
     /// `key` set to the flag's value, when it was given.
-    pub(crate) fn value(&mut self, key: &'static str, value: Option<impl ToString>) -> &mut Self {
+    pub(crate) fn value(&mut self, key: &str, value: Option<impl ToString>) -> &mut Self {
         if let Some(value) = value {
-            self.0.push((key, value.to_string()));
+            self.0.push((key.to_owned(), value.to_string()));
         }
         self
     }
 
     /// Sets every read setting on `read`, checked against its format.
     pub(crate) fn read(&self, read: &mut ReadOptions) -> arrowsmith::Result<()> {
-        read.set_all(self.0.iter().map(|(k, v)| (*k, v.as_str())))
+        read.set_all(self.0.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     /// Sets every setting on the side (or sides) the core's table has it, checked against the
@@ -135,7 +139,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use arrowsmith::Format;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
 
     use super::*;
     use crate::Cli;
@@ -203,9 +207,9 @@ mod tests {
                 format: Some(to),
                 ..Default::default()
             };
-            let mut settings = crate::convert::settings(&args);
+            let mut settings = crate::convert::settings(&args).unwrap();
             // Scan settings SQL and Python take otherwise than by key.
-            settings.0.retain(|(key, _)| *key != "batch_size");
+            settings.0.retain(|(key, _)| key != "batch_size");
             settings.conversion(&mut read, &mut write).unwrap();
             (read, write)
         }
@@ -385,6 +389,60 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `--storage-option KEY=VALUE` sets, on both sides of a conversion, what the same keys
+    /// set by name do (Python's `storage_options`, the core's `set`); a non-storage key is
+    /// refused, naming the flag and not the value.
+    #[test]
+    fn test_storage_options_are_the_core_storage_settings() {
+        let argv = [
+            "arrowsmith",
+            "convert",
+            "in.jay",
+            "s3://b/out.parquet",
+            "--storage-option",
+            "aws_region=eu-west-1",
+            "--storage-option",
+            "aws_secret_access_key=k=v",
+        ];
+        let crate::Command::Convert(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not convert");
+        };
+        assert!(!format!("{args:?}").contains("k=v"), "{args:?}");
+        let mut read = ReadOptions::for_format(Format::Jay);
+        let mut write = WriteOptions {
+            format: Some(Format::Parquet),
+            ..Default::default()
+        };
+        crate::convert::settings(&args)
+            .unwrap()
+            .conversion(&mut read, &mut write)
+            .unwrap();
+        let mut by_key = ReadOptions::for_format(Format::Jay);
+        by_key
+            .set_all([
+                ("aws_region", "eu-west-1"),
+                ("aws_secret_access_key", "k=v"),
+            ])
+            .unwrap();
+        assert_eq!(read.storage, by_key.storage);
+        assert_eq!(write.storage, by_key.storage);
+        assert_ne!(read.storage, ReadOptions::default().storage);
+
+        let argv = [
+            "arrowsmith",
+            "head",
+            "in.jay",
+            "--storage-option",
+            "limit=3",
+        ];
+        let crate::Command::Head(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not head");
+        };
+        let e = args.storage.settings(&mut Settings::default()).unwrap_err();
+        assert!(e.to_string().contains("--storage-option limit"), "{e}");
+        assert!(e.class().is_usage());
     }
 
     /// An error about a setting names it as each front end spells it, from its field.

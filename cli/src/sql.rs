@@ -10,7 +10,8 @@ use std::sync::Arc;
 use arrow::util::display::FormatOptions;
 use arrow::util::pretty::{pretty_format_batches_with_options, pretty_format_batches_with_schema};
 use arrow_array::RecordBatch;
-use arrowsmith::{Error, ErrorClass, Format};
+use arrowsmith::source::{is_url, StorageOptions};
+use arrowsmith::{Error, ErrorClass, Format, ReadOptions};
 use arrowsmith_datafusion::{into_arrowsmith_error, ArrowsmithSink, SessionContextArrowsmithExt};
 use clap::{Args, ValueEnum};
 use datafusion::dataframe::DataFrame;
@@ -34,7 +35,12 @@ Examples:
   arrowsmith sql \"SELECT count(*) FROM 'trace.ds'\"
   arrowsmith sql \"SELECT host, sum(bytes) FROM 'trace.ds' GROUP BY host\" --format csv
   arrowsmith sql \"SELECT * FROM 'frame.jay' WHERE x > 0\" -o filtered.parquet
-  arrowsmith sql -f report.sql";
+  arrowsmith sql -f report.sql
+  arrowsmith sql \"SELECT count(*) FROM 's3://bucket/trace.ds'\" --storage-option aws_region=eu-west-1
+
+URLs (s3://, gs://, az://, http(s)://) in quoted table paths, LOCATION and COPY … TO, and an \
+OUTPUT URL, are read and written through object stores built from the environment and \
+--storage-option.";
 
 #[derive(Debug, Args)]
 pub(crate) struct SqlArgs {
@@ -57,6 +63,8 @@ pub(crate) struct SqlArgs {
     /// How the result is printed
     #[arg(long, value_enum, default_value_t = Printed::Table, conflicts_with = "output")]
     format: Printed,
+    #[command(flatten)]
+    storage: super::storage::StorageArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -111,6 +119,8 @@ fn with_script(error: Error, args: &SqlArgs) -> Error {
 async fn run_statements(text: &str, args: &SqlArgs) -> arrowsmith::Result<()> {
     let ctx = SessionContext::new();
     ctx.register_arrowsmith().map_err(into_arrowsmith_error)?;
+    let storage = storage_options(args)?;
+    register_object_stores(&ctx, text, &storage)?;
     let statements = DFParser::parse_sql(text).map_err(into_arrowsmith_error)?;
     let count = statements.len();
     if count == 0 {
@@ -163,6 +173,7 @@ async fn finish(frame: DataFrame, args: &SqlArgs) -> arrowsmith::Result<()> {
         if args.overwrite {
             options.write.mode = arrowsmith::WriteMode::Overwrite;
         }
+        options.write.storage = storage_options(args)?;
         let sink = ArrowsmithSink::new(format, Arc::new(options), output, schema);
         let summary = sink
             .write_stream(stream)
@@ -217,6 +228,61 @@ async fn finish(frame: DataFrame, args: &SqlArgs) -> arrowsmith::Result<()> {
     }
 }
 
+/// The storage settings of `--storage-option`, through the core's table.
+fn storage_options(args: &SqlArgs) -> arrowsmith::Result<StorageOptions> {
+    let mut settings = super::settings::Settings::default();
+    args.storage.settings(&mut settings)?;
+    let mut read = ReadOptions::default();
+    settings.read(&mut read)?;
+    Ok(read.storage)
+}
+
+/// Registers, in the session's runtime, the object store of every URL the statements quote
+/// (table paths, `LOCATION`, `COPY … TO`), built with `storage` over the environment: the very
+/// stores the arrowsmith readers and writers use, so DataFusion lists and reads through them.
+fn register_object_stores(
+    ctx: &SessionContext,
+    text: &str,
+    storage: &StorageOptions,
+) -> arrowsmith::Result<()> {
+    for quoted in quoted_urls(text) {
+        let (store, _) = arrowsmith_store::object_store_for(&quoted, storage)?;
+        let url = url::Url::parse(&quoted)
+            .map_err(|e| Error::invalid_argument(format!("not a URL: {e}")).with_file(&quoted))?;
+        // DataFusion finds a store by the URL's scheme and authority (the bucket).
+        let base = url::Url::parse(&url[..url::Position::BeforePath])
+            .map_err(|e| Error::invalid_argument(format!("not a URL: {e}")).with_file(&quoted))?;
+        ctx.register_object_store(&base, store);
+    }
+    Ok(())
+}
+
+/// The text of every single-quoted SQL string in `text` that is a remote URL.
+fn quoted_urls(text: &str) -> Vec<String> {
+    let mut urls = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut literal = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    literal.push('\'');
+                }
+                '\'' => break,
+                c => literal.push(c),
+            }
+        }
+        if is_url(&literal) && !urls.contains(&literal) {
+            urls.push(literal);
+        }
+    }
+    urls
+}
+
 fn csv_text(batch: &RecordBatch, header: bool) -> arrowsmith::Result<String> {
     let mut bytes = Vec::new();
     {
@@ -244,5 +310,18 @@ fn printed(result: CliResult) -> arrowsmith::Result<()> {
         Ok(()) | Err(Failure::BrokenPipe) => Ok(()),
         Err(Failure::Error(e)) => Err(e),
         Err(Failure::Interrupted { .. }) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted_urls;
+
+    #[test]
+    fn urls_are_found_in_quoted_strings_only() {
+        let text = "CREATE EXTERNAL TABLE t STORED AS JAY LOCATION 's3://b/t.jay'; \
+                    SELECT 'it''s', x FROM 'local.ds' JOIN 'gs://c/p/' ON 1=1 -- s3://not/quoted\n\
+                    ; COPY t TO 's3://b/t.jay'";
+        assert_eq!(quoted_urls(text), ["s3://b/t.jay", "gs://c/p/"]);
     }
 }

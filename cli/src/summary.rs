@@ -4,9 +4,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use arrowsmith::source::{is_url, registered_storage, RemoteEntry, StorageOptions};
+
 /// What a finished conversion did.
 pub(crate) struct Written<'a> {
     pub(crate) output: &'a Path,
+    /// The settings OUTPUT was written with, when it is a URL: its size is asked of the store.
+    pub(crate) storage: &'a StorageOptions,
     pub(crate) rows: u64,
     pub(crate) columns: usize,
     /// The rows went after those already in OUTPUT (`--append`).
@@ -23,7 +27,11 @@ impl Written<'_> {
         } else {
             ("wrote", "")
         };
-        let size = match disk_size(self.output) {
+        let bytes = match is_url(self.output) {
+            true => object_size(self.output, self.storage),
+            false => disk_size(self.output),
+        };
+        let size = match bytes {
             Some(bytes) => format!(" ({size_prefix}{})", human_bytes(bytes)),
             None => String::new(),
         };
@@ -84,6 +92,16 @@ fn seconds(elapsed: Duration) -> String {
     }
 }
 
+/// The size of the object at a URL, as its store says (one request); `None` for a prefix (a
+/// bcolz or Filo dataset: summing it would list every object) or when the store cannot say.
+fn object_size(url: &Path, storage: &StorageOptions) -> Option<u64> {
+    let url = url.to_str()?;
+    match registered_storage(url).ok()?.stat(url, storage).ok()? {
+        RemoteEntry::Object { size } => Some(size),
+        RemoteEntry::Prefix | RemoteEntry::Missing => None,
+    }
+}
+
 /// The size of a file, or of every file under a directory (a bcolz dataset).
 fn disk_size(path: &Path) -> Option<u64> {
     let metadata = std::fs::metadata(path).ok()?;
@@ -126,6 +144,7 @@ mod tests {
         std::fs::write(&output, b"a\n1\n").unwrap();
         let written = Written {
             output: &output,
+            storage: &StorageOptions::default(),
             rows: 1,
             columns: 1,
             appended: false,
