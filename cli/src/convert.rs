@@ -35,7 +35,7 @@ pub(crate) const AFTER_HELP: &str = "Examples:
 pub(crate) fn run(args: ConvertArgs) -> CliResult {
     let started = Instant::now();
     if args.append {
-        arrowsmith::input::refuse_url(&args.output, "--append")?;
+        arrowsmith::source::refuse_url(&args.output, "--append")?;
     }
     let (from, stream) = super::open_input(&args.input, args.from)?;
     let (read, mut write) = options(&args, from)?;

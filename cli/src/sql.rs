@@ -247,12 +247,8 @@ fn register_object_stores(
 ) -> arrowsmith::Result<()> {
     for quoted in quoted_urls(text) {
         let (store, _) = arrowsmith_store::object_store_for(&quoted, storage)?;
-        let url = url::Url::parse(&quoted)
-            .map_err(|e| Error::invalid_argument(format!("not a URL: {e}")).with_file(&quoted))?;
-        // DataFusion finds a store by the URL's scheme and authority (the bucket).
-        let base = url::Url::parse(&url[..url::Position::BeforePath])
-            .map_err(|e| Error::invalid_argument(format!("not a URL: {e}")).with_file(&quoted))?;
-        ctx.register_object_store(&base, store);
+        arrowsmith_datafusion::register_object_store(ctx, &quoted, store)
+            .map_err(|e| Error::invalid_argument(e.to_string()).with_file(&quoted))?;
     }
     Ok(())
 }

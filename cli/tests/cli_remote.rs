@@ -462,11 +462,9 @@ fn storage_options_are_checked_without_showing_their_values() {
 }
 
 /// The CLI registers the URL's store in DataFusion's runtime (DataFusion lists the object
-/// through it); the arrowsmith opener then needs to hand the core the URL, not the path in
-/// the store, which the DataFusion member does on the helper-df branch.
+/// through it), and the arrowsmith opener hands the core the object's URL.
 #[cfg(feature = "sql")]
 #[test]
-#[ignore = "needs the DataFusion member's opener to hand the core URLs (branch helper-df)"]
 fn sql_reads_s3_urls() {
     let Some(moto) = servers::moto() else { return };
     create_bucket(moto.port, "sql");

@@ -27,6 +27,7 @@ fn damaged_dataseries(dir: &Path) -> (PathBuf, u64, usize) {
     let file = arrowsmith::dataseries::DsFile::open(&src, Default::default()).unwrap();
     let extent = file
         .extents_of("Test::Basic")
+        .unwrap()
         .filter(|e| e.rows > 0)
         .nth(1)
         .unwrap()
@@ -91,6 +92,7 @@ fn convert_salvage_writes_the_intact_rows_and_warns_once_per_skipped_part() {
 fn file_extent_rows(path: &Path) -> Vec<usize> {
     let file = arrowsmith::dataseries::DsFile::open(path, Default::default()).unwrap();
     file.extents_of("Test::Basic")
+        .unwrap()
         .filter(|e| e.rows > 0)
         .map(|e| e.rows)
         .collect()
