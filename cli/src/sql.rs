@@ -247,7 +247,7 @@ fn register_object_stores(
 ) -> arrowsmith::Result<()> {
     for quoted in quoted_urls(text) {
         let (store, _) = arrowsmith_store::object_store_for(&quoted, storage)?;
-        arrowsmith_datafusion::register_object_store(ctx, &quoted, store)
+        arrowsmith_datafusion::register_object_store(ctx, &quoted, store, storage)
             .map_err(|e| Error::invalid_argument(e.to_string()).with_file(&quoted))?;
     }
     Ok(())

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use arrowsmith::source::StorageOptions;
 use datafusion::catalog::Session;
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::error::{DataFusionError, Result};
@@ -18,21 +19,26 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::prelude::SessionContext;
 use object_store::ObjectStore;
 
-/// The store URLs of a session registered through [`register_object_store`].
+/// The store URLs of a session registered through [`register_object_store`], and the storage
+/// settings they were built with: those of a table whose `OPTIONS` give none.
 #[derive(Debug, Default)]
 struct RegisteredStores {
     urls: Vec<ObjectStoreUrl>,
+    storage: StorageOptions,
 }
 
 /// Registers `store` for the store of `url` (its scheme and authority: `s3://bucket` of
 /// `s3://bucket/path/t.jay`), so that DataFusion lists a table's files there and arrowsmith
 /// names each one by its URL for the core. The front end builds the store from the
-/// statement's storage settings (`arrowsmith_store::object_store_for`). A store registered
-/// again for the same URL replaces the one before.
+/// statement's storage settings (`arrowsmith_store::object_store_for`), and gives them here
+/// too: the core reads the objects of a table whose `OPTIONS` name no storage setting (a
+/// `FROM 's3://…'` table, say) with them. A store registered again for the same URL replaces
+/// the one before.
 pub fn register_object_store(
     ctx: &SessionContext,
     url: &str,
     store: Arc<dyn ObjectStore>,
+    storage: &StorageOptions,
 ) -> Result<()> {
     let store_url = ListingTableUrl::parse(url)?.object_store();
     ctx.runtime_env()
@@ -47,8 +53,20 @@ pub fn register_object_store(
     if !urls.contains(&store_url) {
         urls.push(store_url);
     }
-    config.set_extension(Arc::new(RegisteredStores { urls }));
+    config.set_extension(Arc::new(RegisteredStores {
+        urls,
+        storage: storage.clone(),
+    }));
     Ok(())
+}
+
+/// The storage settings the session's stores were registered with, if any.
+pub(crate) fn session_storage(state: &dyn Session) -> Option<StorageOptions> {
+    state
+        .config()
+        .get_extension::<RegisteredStores>()
+        .map(|registered| registered.storage.clone())
+        .filter(|storage| !storage.is_empty())
 }
 
 /// The URL `store` is registered under in `state`: the local file system's, or one

@@ -699,7 +699,13 @@ async fn session_with_a_bucket() -> SessionContext {
         .await
         .unwrap();
     let ctx = session();
-    arrowsmith_datafusion::register_object_store(&ctx, "s3://bucket", Arc::new(store)).unwrap();
+    arrowsmith_datafusion::register_object_store(
+        &ctx,
+        "s3://bucket",
+        Arc::new(store),
+        &Default::default(),
+    )
+    .unwrap();
     ctx
 }
 
