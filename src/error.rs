@@ -248,10 +248,11 @@ impl Error {
         Self::new(ErrorClass::Unsupported, message)
     }
 
-    /// Names the file, unless a more specific location already named one.
+    /// Names the file, unless a more specific location already named one. A URL is named
+    /// without its credentials (user, password, query).
     pub fn with_file(mut self, path: impl AsRef<Path>) -> Self {
         if self.inner.file.is_none() {
-            self.inner.file = Some(path.as_ref().to_path_buf());
+            self.inner.file = Some(crate::source::shown_url(path.as_ref()));
         }
         self
     }

@@ -28,8 +28,8 @@ use crate::error::{Error, ErrorClass, Result};
 pub use count::{Counting, CountingObjects, Counts};
 pub use local::{LocalDir, LocalFile};
 pub use storage::{
-    is_url, local_path, refuse_url, register_storage, registered_storage, ObjectWrite, RemoteEntry,
-    Storage, StorageOptions,
+    is_url, local_path, refuse_url, register_storage, registered_storage, shown_url, ObjectWrite,
+    RemoteEntry, Storage, StorageOptions,
 };
 
 /// A source of byte ranges: one file or object of known size.

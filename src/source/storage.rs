@@ -145,3 +145,21 @@ pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
     ))
     .with_file(path))
 }
+
+/// `path` as messages show it: a URL without its user, password, query or fragment (which
+/// may hold credentials, such as a signed URL's signature); anything else as it is.
+pub fn shown_url(path: &Path) -> PathBuf {
+    let Some(text) = path.to_str().filter(|_| scheme(path).is_some()) else {
+        return path.to_path_buf();
+    };
+    let (scheme, rest) = text.split_once("://").unwrap_or(("", text));
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        // An Azure abfss:// URL names its container before the @: that is no credential; an
+        // HTTP URL's user may be a token.
+        Some(at) if scheme.starts_with("http") || rest[..at].contains(':') => &rest[at + 1..],
+        _ => rest,
+    };
+    PathBuf::from(format!("{scheme}://{rest}"))
+}

@@ -114,3 +114,21 @@ fn storage_options_never_show_their_values() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_url_is_shown_without_its_credentials() {
+    let shown = |url: &str| shown_url(Path::new(url)).display().to_string();
+    assert_eq!(
+        shown("https://user:hunter2@host/a/b.jay?X-Amz-Signature=abc#x"),
+        "https://host/a/b.jay"
+    );
+    assert_eq!(
+        shown("abfss://container@account.dfs.core.windows.net/t.jay"),
+        "abfss://container@account.dfs.core.windows.net/t.jay"
+    );
+    assert_eq!(shown("https://token@host/x"), "https://host/x");
+    assert_eq!(shown("s3://bucket/key.jay"), "s3://bucket/key.jay");
+    assert_eq!(shown("data/x@y.jay"), "data/x@y.jay");
+    let error = Error::invalid_argument("gone").with_file("http://u:hunter2@h/x.jay");
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+}
