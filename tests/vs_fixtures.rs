@@ -437,6 +437,7 @@ fn a_fragment_read_by_ranges_fetches_its_share() {
     counts.reset();
     let big = vs::fragments(&file, 4500).unwrap();
     assert_eq!(big, vs::fragments(&mapped, 4500).unwrap());
+    assert_eq!(file.live_points().unwrap(), 6000);
     assert_eq!(counts.round_trips(), 0);
 
     check_fragments_fetch_their_share(&path, &spans, &mapped);

@@ -143,6 +143,27 @@ pub fn fragments(file: &VsFile, target_rows: usize) -> Result<Vec<FragmentSpan>>
     Ok(spans)
 }
 
+impl VsFile {
+    /// The live points (rows) from the block headers after the meta block, nothing decoded:
+    /// walked in memory, or, for a file read by ranges, counted in the table its first
+    /// listing keeps (walked now when no listing has been).
+    pub fn live_points(&self) -> Result<u64> {
+        if self.meta.is_none() {
+            return Ok(0);
+        }
+        let Some(all) = self.bytes.all() else {
+            let table = BlockTable::of(self).map_err(|e| attach(e, self.path()))?;
+            return Ok(table.offsets.len() as u64);
+        };
+        let mut blocks = Blocks::new(all, self.data_start, self.options.parse.eof);
+        let mut points = 0;
+        while let Some(block) = blocks.next_block().map_err(|e| attach(e, self.path()))? {
+            points += u64::from(block.kind == codec::POINT);
+        }
+        Ok(points)
+    }
+}
+
 /// One block as `inspect` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockInfo {

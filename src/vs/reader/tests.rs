@@ -74,6 +74,7 @@ fn reads(open: &dyn Fn(VsReadOptions) -> Result<VsFile>) -> Vec<Outcome> {
             }
         };
         out.push(text(file.describe(usize::MAX)));
+        out.push(text(file.live_points()));
         let builder = || {
             ReaderBuilder::new()
                 .with_options(options)
