@@ -1,13 +1,23 @@
 //! Every VS fixture against its manifest: meta, Arrow types and every value; rejected files must
-//! fail with the error their manifest names.
+//! fail with the error their manifest names. Read by ranges (through a counting source, which
+//! reads as a remote object does), every fixture reads as it does mapped, and a fragment of a
+//! larger file fetches about its own bytes.
 
 mod common;
 
+use std::path::Path;
+use std::sync::Arc;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, RecordBatch, RecordBatchReader};
-use arrow_schema::DataType;
-use arrowsmith::vs::{AppDataMode, ReaderBuilder};
+use arrow_array::{
+    Array, FixedSizeListArray, Float32Array, RecordBatch, RecordBatchIterator, RecordBatchReader,
+    StringArray,
+};
+use arrow_schema::{DataType, Field, Schema};
+use arrowsmith::scan::FragmentSpan;
+use arrowsmith::source::{ByteSource, Counting, Counts, LocalFile};
+use arrowsmith::vs::{self, AppDataMode, Compression, ReaderBuilder, VsFile, WriterOptions};
 use arrowsmith::Error;
 use common::data;
 use serde_json::Value;
@@ -253,4 +263,220 @@ fn projection_and_limit() {
         batches[0].column(0).as_string::<i32>().value(1),
         r#"{"id":2,"label":"b"}"#
     );
+}
+
+/// The batches of `file` read with `builder`, or the error's text.
+fn read_file(file: &Arc<VsFile>, builder: ReaderBuilder) -> Result<Vec<RecordBatch>, String> {
+    builder
+        .build_from_file(Arc::clone(file))
+        .map_err(|e| e.to_string())?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::from_arrow_owned(e).to_string())
+}
+
+/// `path` opened through a counting source, which reads as a remote object: by ranges.
+fn open_counted(path: &Path) -> (Arc<VsFile>, Arc<Counts>) {
+    let source = Counting::new(LocalFile::open(path).unwrap());
+    let counts = source.counts();
+    let file = VsFile::open_source(Arc::new(source), Default::default());
+    (Arc::new(file.unwrap()), counts)
+}
+
+#[test]
+fn every_fixture_read_by_ranges_reads_as_mapped() {
+    let manifest = manifest();
+    for name in manifest.keys() {
+        let path = data("vs").join(name);
+        let local = vs::VsFile::open(&path, Default::default());
+        let source = Counting::new(LocalFile::open(&path).unwrap());
+        let counts = source.counts();
+        assert!(!source.is_local());
+        let remote = VsFile::open_source(Arc::new(source), Default::default());
+        let (local, remote) = match (local, remote) {
+            (Ok(local), Ok(remote)) => (Arc::new(local), Arc::new(remote)),
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "{name}");
+                continue;
+            }
+            (a, b) => panic!("{name}: {:?} / {:?}", a.err(), b.err()),
+        };
+        // Opening reads the fixture (smaller than the first read) in one round trip.
+        assert_eq!(counts.round_trips(), 1, "{name}");
+        let builders: [fn() -> ReaderBuilder; 4] = [
+            || ReaderBuilder::new(),
+            || ReaderBuilder::new().with_projection(["app_data"]),
+            || ReaderBuilder::new().with_limit(1),
+            || {
+                ReaderBuilder::new()
+                    .with_lenient_eof(true)
+                    .with_offsets(true)
+            },
+        ];
+        for (i, builder) in builders.iter().enumerate() {
+            assert_eq!(
+                read_file(&local, builder()),
+                read_file(&remote, builder()),
+                "{name}: read {i}"
+            );
+        }
+        for target in [1, 2] {
+            let spans = vs::fragments(&local, target).map_err(|e| e.to_string());
+            assert_eq!(
+                format!("{spans:?}"),
+                format!(
+                    "{:?}",
+                    vs::fragments(&remote, target).map_err(|e| e.to_string())
+                ),
+                "{name}"
+            );
+            for span in spans.unwrap_or_default() {
+                let builder = || ReaderBuilder::new().with_range(span.range);
+                assert_eq!(
+                    read_file(&local, builder()),
+                    read_file(&remote, builder()),
+                    "{name}: {span:?}"
+                );
+            }
+        }
+        assert_eq!(counts.round_trips(), 1, "{name}: read again");
+    }
+}
+
+/// Writes `points` points of `dims` float32 elements (pseudo-random, like quantised
+/// embeddings) and app data `{"id": i}` to `path`.
+fn write_points(path: &Path, points: usize, dims: usize, compression: Compression) {
+    let item = Arc::new(Field::new("item", DataType::Float32, false));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(item.clone(), dims as i32),
+            false,
+        ),
+        Field::new("app_data", DataType::Utf8, true),
+    ]));
+    let mut rng = common::Rng(0x9E37_79B9_7F4A_7C15);
+    let batches: Vec<RecordBatch> = (0..points)
+        .step_by(1000)
+        .map(|start| {
+            let end = (start + 1000).min(points);
+            let values: Float32Array = (0..(end - start) * dims)
+                .map(|_| (rng.next() >> 40) as i32 as f32 / 256.0)
+                .collect();
+            let list =
+                FixedSizeListArray::try_new(item.clone(), dims as i32, Arc::new(values), None)
+                    .unwrap();
+            let app: StringArray = (start..end)
+                .map(|i| Some(format!("{{\"id\":{i}}}")))
+                .collect();
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(list), Arc::new(app)]).unwrap()
+        })
+        .collect();
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    vs::write_file(
+        path,
+        reader,
+        WriterOptions::default().with_compression(compression),
+    )
+    .unwrap();
+}
+
+/// Reads each fragment of `spans` as a worker does, from a file it opens itself: what it
+/// fetches, open included, stays within 1.25 × the fragment's bytes + 64 KiB, and it reads the
+/// rows the mapped file gives for that fragment.
+fn check_fragments_fetch_their_share(path: &Path, spans: &[FragmentSpan], mapped: &Arc<VsFile>) {
+    for span in spans {
+        let (file, counts) = open_counted(path);
+        let builder = || ReaderBuilder::new().with_range(span.range);
+        let rows = read_file(&file, builder()).unwrap();
+        assert_eq!(rows, read_file(mapped, builder()).unwrap(), "{span:?}");
+        let bound = span.bytes + span.bytes / 4 + (64 << 10);
+        assert!(
+            counts.bytes() <= bound,
+            "{span:?}: {} bytes in {} round trips, more than {bound}",
+            counts.bytes(),
+            counts.round_trips()
+        );
+        eprintln!(
+            "fragment of {} rows, {} bytes: {} bytes fetched in {} round trips (open included)",
+            span.rows,
+            span.bytes,
+            counts.bytes(),
+            counts.round_trips()
+        );
+    }
+}
+
+#[test]
+fn a_fragment_read_by_ranges_fetches_its_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("points.vs");
+    // 6,000 points of 2 KiB vectors: 12.5 MB, the larger fragments past one 8 MiB window.
+    write_points(&path, 6000, 512, Compression::None);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let mapped = Arc::new(VsFile::open(&path, Default::default()).unwrap());
+
+    let (file, counts) = open_counted(&path);
+    let (open_trips, open_bytes) = (counts.round_trips(), counts.bytes());
+    eprintln!("open: {open_bytes} bytes in {open_trips} round trip(s)");
+    assert_eq!(open_trips, 1);
+    assert!(open_bytes <= 64 << 10, "open read {open_bytes} bytes");
+
+    counts.reset();
+    let spans = vs::fragments(&file, 1000).unwrap();
+    let listing = (counts.round_trips(), counts.bytes());
+    eprintln!(
+        "listing {} fragments of a {size}-byte file: {} bytes in {} round trips",
+        spans.len(),
+        listing.1,
+        listing.0
+    );
+    assert_eq!(spans, vs::fragments(&mapped, 1000).unwrap());
+    assert_eq!(spans.len(), 6);
+    assert!(listing.1 <= size, "{listing:?}");
+    // The table is kept: listing again (with another target) reads nothing.
+    counts.reset();
+    let big = vs::fragments(&file, 4500).unwrap();
+    assert_eq!(big, vs::fragments(&mapped, 4500).unwrap());
+    assert_eq!(file.live_points().unwrap(), 6000);
+    assert_eq!(counts.round_trips(), 0);
+
+    check_fragments_fetch_their_share(&path, &spans, &mapped);
+    assert!(big[0].bytes > 8 << 20, "{big:?}");
+    check_fragments_fetch_their_share(&path, &big, &mapped);
+
+    // The whole file, and the first rows of it.
+    let (file, counts) = open_counted(&path);
+    assert_eq!(
+        read_file(&file, ReaderBuilder::new()).unwrap(),
+        read_file(&mapped, ReaderBuilder::new()).unwrap()
+    );
+    assert!(counts.bytes() <= size, "{:?}", counts);
+    let (file, counts) = open_counted(&path);
+    let limited = || ReaderBuilder::new().with_limit(10);
+    assert_eq!(
+        read_file(&file, limited()).unwrap(),
+        read_file(&mapped, limited()).unwrap()
+    );
+    assert!(counts.bytes() <= 2 * (64 << 10), "{:?}", counts);
+}
+
+#[test]
+fn listing_a_file_of_large_vectors_by_ranges_reads_its_headers_not_its_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.vs");
+    // 10 points of 2 MiB vectors.
+    write_points(&path, 10, 512 << 10, Compression::None);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let (file, counts) = open_counted(&path);
+    counts.reset();
+    let spans = vs::fragments(&file, 3).unwrap();
+    let mapped = Arc::new(VsFile::open(&path, Default::default()).unwrap());
+    assert_eq!(spans, vs::fragments(&mapped, 3).unwrap());
+    eprintln!(
+        "listing a {size}-byte file of 2 MiB points: {} bytes in {} round trips",
+        counts.bytes(),
+        counts.round_trips()
+    );
+    assert!(counts.bytes() < size / 8, "{counts:?}");
+    check_fragments_fetch_their_share(&path, &spans, &mapped);
 }

@@ -5,6 +5,8 @@
 //! Everything here works on byte slices bounded by the file and checks every size read from
 //! the file against the bytes that are actually there before allocating or reading.
 
+use std::ops::Range;
+
 use super::mapping::Resolution;
 use crate::error::{Error, ErrorClass, Result};
 
@@ -180,13 +182,53 @@ impl Block<'_> {
     }
 }
 
+/// The error of a file that ends at a block boundary without `'$'` (spec §8).
+fn missing_terminal(offset: u64) -> Error {
+    envelope(
+        offset,
+        "missing terminal: the file ends without '$' (read it with eof=lenient to accept the points before the end)",
+    )
+}
+
+/// The error of a block header cut by the end of the file: `left` bytes remain at `offset`.
+fn truncated_header(kind: u8, offset: u64, left: u64) -> Error {
+    envelope(
+        offset,
+        format!(
+            "truncated block header: block '{}' at offset {offset} needs 5 header bytes, {left} remain",
+            printable(kind)
+        ),
+    )
+}
+
+/// The error of a block whose payload of `length` bytes runs past the end of the file.
+fn truncated_block(kind: u8, offset: u64, length: u64, payload_left: u64) -> Error {
+    envelope(
+        offset,
+        format!(
+            "truncated block: block '{}' at offset {offset}: length {length} runs past end of file ({payload_left} payload bytes remain)",
+            printable(kind),
+        ),
+    )
+}
+
 /// Walks the blocks from a start offset; `next` returns `None` at the terminal (or, leniently,
 /// at the end of the file). `terminal` then tells where the `'$'` is.
+///
+/// A walk may also cover a window of a file read by ranges ([`Blocks::window`]): a block that
+/// the window cuts but the file holds ends the walk with `None`, and [`wanted`](Self::wanted)
+/// then names the bytes the walk needs to go on. The framing errors are the same as over the
+/// whole file: they are judged against the file's size.
 pub struct Blocks<'a> {
     bytes: &'a [u8],
+    /// Offset in the file of `bytes[0]`.
+    base: u64,
+    /// Size of the whole file.
+    file_len: u64,
     pos: usize,
     eof: EofMode,
     done: bool,
+    wanted: Option<Range<u64>>,
     /// Offset of the `'$'` once reached.
     pub terminal: Option<u64>,
 }
@@ -196,34 +238,73 @@ impl<'a> Blocks<'a> {
     pub fn new(bytes: &'a [u8], start: usize, eof: EofMode) -> Blocks<'a> {
         Blocks {
             bytes,
+            base: 0,
+            file_len: bytes.len() as u64,
             pos: start,
             eof,
             done: false,
+            wanted: None,
             terminal: None,
         }
     }
 
-    /// Offset of the next block to read.
-    pub fn position(&self) -> usize {
-        self.pos
+    /// A walk over `bytes`, the bytes of a file of `file_len` bytes from offset `base` on,
+    /// starting at the block at file offset `start` (inside the window or at its end).
+    pub fn window(bytes: &'a [u8], base: u64, file_len: u64, start: u64, eof: EofMode) -> Self {
+        debug_assert!(base <= start && start <= base + bytes.len() as u64);
+        debug_assert!(base + bytes.len() as u64 <= file_len);
+        Blocks {
+            bytes,
+            base,
+            file_len,
+            pos: (start - base) as usize,
+            eof,
+            done: false,
+            wanted: None,
+            terminal: None,
+        }
     }
 
-    /// The next block, `None` at the terminal (or, leniently, at the end of the file), or an
-    /// error for a block that runs past the end.
+    /// Offset in the file of the next block to read.
+    pub fn position(&self) -> usize {
+        self.base as usize + self.pos
+    }
+
+    /// After `next_block` gave `None` at the end of a window: the bytes of the file, from
+    /// the offset of the block the window cut, that the walk needs next (never past the end
+    /// of the file). `None` at the terminal or the end of the file.
+    pub fn wanted(&self) -> Option<Range<u64>> {
+        self.wanted.clone()
+    }
+
+    /// Whether the window ends before the file does and `offset..end` lies in the file: the
+    /// walk then stops and wants those bytes instead of failing.
+    #[cold]
+    fn cut_by_window(&mut self, offset: u64, end: u64) -> bool {
+        if self.base + (self.bytes.len() as u64) < self.file_len && end <= self.file_len {
+            self.wanted = Some(offset..end);
+            return true;
+        }
+        false
+    }
+
+    /// The next block, `None` at the terminal (or, leniently, at the end of the file, or at
+    /// the end of a window: see [`wanted`](Self::wanted)), or an error for a block that runs
+    /// past the end.
     pub fn next_block(&mut self) -> Result<Option<Block<'a>>> {
         if self.done {
             return Ok(None);
         }
-        let offset = self.pos as u64;
+        let offset = self.base + self.pos as u64;
         let left = self.bytes.len() - self.pos;
         if left == 0 {
+            if self.cut_by_window(offset, offset + 1) {
+                return Ok(None);
+            }
             self.done = true;
             return match self.eof {
                 EofMode::Lenient => Ok(None),
-                EofMode::Strict => Err(envelope(
-                    offset,
-                    "missing terminal: the file ends without '$' (read it with eof=lenient to accept the points before the end)",
-                )),
+                EofMode::Strict => Err(missing_terminal(offset)),
             };
         }
         let kind = self.bytes[self.pos];
@@ -233,14 +314,11 @@ impl<'a> Blocks<'a> {
             return Ok(None);
         }
         if left < BLOCK_HEADER {
+            if self.cut_by_window(offset, offset + BLOCK_HEADER as u64) {
+                return Ok(None);
+            }
             self.done = true;
-            return Err(envelope(
-                offset,
-                format!(
-                    "truncated block header: block '{}' at offset {offset} needs 5 header bytes, {left} remain",
-                    printable(kind)
-                ),
-            ));
+            return Err(truncated_header(kind, offset, self.file_len - offset));
         }
         let p = self.pos;
         let length = u32::from_le_bytes([
@@ -250,15 +328,13 @@ impl<'a> Blocks<'a> {
             self.bytes[p + 4],
         ]) as usize;
         if length > left - BLOCK_HEADER {
+            let end = offset + (BLOCK_HEADER + length) as u64;
+            if self.cut_by_window(offset, end) {
+                return Ok(None);
+            }
             self.done = true;
-            return Err(envelope(
-                offset,
-                format!(
-                    "truncated block: block '{}' at offset {offset}: length {length} runs past end of file ({} payload bytes remain)",
-                    printable(kind),
-                    left - BLOCK_HEADER
-                ),
-            ));
+            let payload_left = self.file_len - offset - BLOCK_HEADER as u64;
+            return Err(truncated_block(kind, offset, length as u64, payload_left));
         }
         let start = p + BLOCK_HEADER;
         self.pos = start + length;
@@ -267,6 +343,124 @@ impl<'a> Blocks<'a> {
             offset,
             payload: &self.bytes[start..start + length],
         }))
+    }
+}
+
+/// A block as its header gives it: type byte, offset and payload length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// The type byte.
+    pub kind: u8,
+    /// Offset of the type byte in the file.
+    pub offset: u64,
+    /// Payload length.
+    pub length: u32,
+}
+
+impl Header {
+    /// Offset just past the block.
+    pub fn end(&self) -> u64 {
+        self.offset + BLOCK_HEADER as u64 + self.length as u64
+    }
+}
+
+/// Walks block headers alone over a window of a file, stepping over payloads the window need
+/// not hold: how the block structure of a file read by ranges is listed without fetching its
+/// payloads. The framing errors are those of [`Blocks`]; like a windowed [`Blocks`] walk it
+/// stops with `None` and a [`wanted`](Self::wanted) range where the window ends first.
+pub struct Headers<'a> {
+    bytes: &'a [u8],
+    base: u64,
+    file_len: u64,
+    /// Offset in the file of the next header.
+    pos: u64,
+    eof: EofMode,
+    done: bool,
+    wanted: Option<Range<u64>>,
+    /// Offset of the `'$'` once reached.
+    pub terminal: Option<u64>,
+}
+
+impl<'a> Headers<'a> {
+    /// A walk over `bytes`, the bytes of a file of `file_len` bytes from offset `base` on,
+    /// starting at the header at file offset `start` (≥ `base`; past the window, it wants
+    /// that header at once).
+    pub fn window(bytes: &'a [u8], base: u64, file_len: u64, start: u64, eof: EofMode) -> Self {
+        debug_assert!(base <= start && base + bytes.len() as u64 <= file_len);
+        Headers {
+            bytes,
+            base,
+            file_len,
+            pos: start,
+            eof,
+            done: false,
+            wanted: None,
+            terminal: None,
+        }
+    }
+
+    /// Offset in the file of the next header.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The bytes the walk needs next, after `next_header` gave `None` at the end of the window.
+    pub fn wanted(&self) -> Option<Range<u64>> {
+        self.wanted.clone()
+    }
+
+    fn window_end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// The next block's header, `None` at the terminal, at the end of the file (leniently) or
+    /// at the end of the window, or an error for a block that runs past the end of the file.
+    pub fn next_header(&mut self) -> Result<Option<Header>> {
+        if self.done {
+            return Ok(None);
+        }
+        let offset = self.pos;
+        if offset >= self.window_end() {
+            if offset < self.file_len {
+                self.wanted = Some(offset..offset + 1);
+                return Ok(None);
+            }
+            self.done = true;
+            return match self.eof {
+                EofMode::Lenient => Ok(None),
+                EofMode::Strict => Err(missing_terminal(offset)),
+            };
+        }
+        let at = (offset - self.base) as usize;
+        let kind = self.bytes[at];
+        if kind == TERMINAL {
+            self.done = true;
+            self.terminal = Some(offset);
+            return Ok(None);
+        }
+        let header_end = offset + BLOCK_HEADER as u64;
+        if header_end > self.window_end() {
+            if header_end <= self.file_len {
+                self.wanted = Some(offset..header_end);
+                return Ok(None);
+            }
+            self.done = true;
+            return Err(truncated_header(kind, offset, self.file_len - offset));
+        }
+        let b = &self.bytes[at + 1..at + BLOCK_HEADER];
+        let length = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let header = Header {
+            kind,
+            offset,
+            length,
+        };
+        if header.end() > self.file_len {
+            self.done = true;
+            let payload_left = self.file_len - header_end;
+            return Err(truncated_block(kind, offset, length as u64, payload_left));
+        }
+        self.pos = header.end();
+        Ok(Some(header))
     }
 }
 

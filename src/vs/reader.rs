@@ -1,23 +1,27 @@
 //! VS → Arrow (spec §13.1, §14.1).
 //!
-//! The file is opened under the shared header lock and memory-mapped; the lock is held for the
-//! reader's whole life. The blocks before the meta block are walked when the reader is built
-//! (the schema needs the meta); the points are then walked one batch at a time, so memory stays
-//! bounded by the batch. Compressed vectors of a batch are decompressed in parallel.
+//! A local file is opened under the shared header lock and memory-mapped; the lock is held for
+//! the reader's whole life. A file a [`ByteSource`](crate::source::ByteSource) reads by ranges
+//! (a remote object) has no lock; its bytes are fetched in windows as the walk needs them (see
+//! `fetch`, `layout` and docs/vs.md for what each step costs). The blocks before the meta block
+//! are walked when the file is opened (the schema needs the meta); the points are then walked
+//! one batch at a time, so memory stays bounded by the batch. Compressed vectors of a batch are
+//! decompressed in parallel.
 //!
-//! `file` opens a file and finds its meta block, `schema` gives the Arrow schema, `walk` walks
-//! the blocks, `batches` holds the [`Reader`] that turns them into record batches and `arrays`
-//! the arrays of one batch; `layout` lists fragments and blocks without decoding. This file
-//! holds the options and the [`ReaderBuilder`].
+//! `file` opens a file and finds its meta block, `fetch` holds its bytes and reads the windows
+//! of a file read by ranges, `schema` gives the Arrow schema, `walk` walks the blocks, `batches`
+//! holds the [`Reader`] that turns them into record batches and `arrays` the arrays of one
+//! batch; `layout` lists fragments and blocks without decoding. This file holds the options and
+//! the [`ReaderBuilder`].
 
 mod arrays;
 mod batches;
+mod fetch;
 mod file;
 mod layout;
 mod schema;
 mod walk;
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -168,11 +172,38 @@ impl ReaderBuilder {
                 file.path(),
             ));
         }
+        if pos < end && pos as u64 > file.size() {
+            return Err(attach(
+                Error::invalid_argument(format!(
+                    "a fragment cannot start at offset {pos}, past the end of the file ({} bytes)",
+                    file.size()
+                )),
+                file.path(),
+            ));
+        }
         let done = file.meta.is_none() || pos >= end;
         let app_wanted = match (&columns, full.index_of(APP_DATA_COLUMN)) {
             (Some(columns), Ok(app)) => columns.contains(&app),
             _ => true,
         };
+        let limit = self.scan.limit.unwrap_or(usize::MAX);
+        let batch_size = self.scan.batch_size_or(DEFAULT_BATCH_SIZE);
+        // A walk for a few rows (a small limit) starts with a small window of a file read by
+        // ranges; any other with a full one (never more than its fragment).
+        let read_window = file.bytes.windows.read;
+        let first_window = if limit < batch_size {
+            walk::SMALL_FIRST_WINDOW.min(read_window)
+        } else {
+            read_window
+        };
+        let mut walk = Walk::new(
+            &file,
+            pos,
+            end,
+            first_window,
+            Salvage::from_scan(&self.scan),
+        );
+        walk.done = done;
         Ok(Reader {
             file,
             full,
@@ -180,19 +211,15 @@ impl ReaderBuilder {
             columns,
             app_wanted,
             decoder: VectorDecoder::default(),
-            batch_size: self.scan.batch_size_or(DEFAULT_BATCH_SIZE),
-            left: self.scan.limit.unwrap_or(usize::MAX),
-            walk: Walk {
-                pos,
-                end,
-                pending: VecDeque::new(),
-                deferred: None,
-                done,
-                salvage: Salvage::from_scan(&self.scan),
-            },
+            batch_size,
+            left: limit,
+            walk,
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 /// Names the file in an error, when the bytes came from one.
 fn attach(e: Error, path: Option<&Path>) -> Error {

@@ -1,27 +1,35 @@
-//! An opened VS file ([`VsFile`]): its bytes (mapped), the shared lock that guards them, and
-//! the meta block, found by walking the blocks before it when the file is opened.
+//! An opened VS file ([`VsFile`]): its bytes (mapped, under the shared lock that guards them,
+//! or read by ranges from a [`ByteSource`]), and the meta block, found by walking the blocks
+//! before it when the file is opened.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
 
+use super::fetch::{FileBytes, Windows};
+use super::layout::BlockTable;
 use super::schema::schema_for;
 use super::ReaderOptions;
 use crate::error::{Error, ErrorClass, Result};
-use crate::vs::codec::{self, Block, Blocks, Meta, ParseOptions, UnknownBlocks};
+use crate::source::ByteSource;
+use crate::vs::codec::{self, Block, Meta, ParseOptions, UnknownBlocks};
 use crate::vs::lock::{self, LockKind, LockedFile};
 
-/// An opened VS file: its bytes (mapped), its meta and the lock that guards them.
+/// An opened VS file: its bytes (mapped, or read by ranges), its meta and the lock that
+/// guards them.
 pub struct VsFile {
     path: Option<PathBuf>,
-    pub(super) bytes: Buffer,
+    pub(super) bytes: FileBytes,
     _lock: Option<LockedFile>,
     pub(super) meta: Option<Meta>,
     /// Offset of the first block after the meta block (or of the end, without meta).
     pub(super) data_start: usize,
     pub(super) options: ReaderOptions,
+    /// The point blocks of a file read by ranges, walked when its fragments are first listed.
+    pub(super) table: OnceLock<Arc<BlockTable>>,
 }
 
 impl VsFile {
@@ -33,27 +41,46 @@ impl VsFile {
         // lock excludes, and appenders only write past the terminal.
         let (bytes, _) =
             crate::mapped::file_bytes(&locked.file).map_err(|e| Error::from(e).with_file(path))?;
-        Self::from_parts(bytes, Some(locked), Some(path.to_path_buf()), options)
+        Self::from_parts(
+            FileBytes::whole(bytes),
+            Some(locked),
+            Some(path.to_path_buf()),
+            options,
+        )
     }
 
     /// Opens the VS file `source` reads (a remote object, say) without a lock: a remote
-    /// object has none, and is never changed in place.
-    pub fn open_source(
-        source: Arc<dyn crate::source::ByteSource>,
+    /// object has none, and is never changed in place. A local source is read whole (its
+    /// ranges are slices of a map); any other is read by ranges: the first 64 KiB now (the
+    /// header and meta block, and the whole of a smaller file), in one round trip, and the
+    /// blocks a read needs when it needs them.
+    pub fn open_source(source: Arc<dyn ByteSource>, options: ReaderOptions) -> Result<VsFile> {
+        Self::open_source_with(source, options, Windows::default())
+    }
+
+    /// [`open_source`](Self::open_source) reading `windows` at a time.
+    pub(super) fn open_source_with(
+        source: Arc<dyn ByteSource>,
         options: ReaderOptions,
+        windows: Windows,
     ) -> Result<VsFile> {
         let location = PathBuf::from(source.location());
-        let bytes = source.read_all().map_err(|e| e.with_file(&location))?;
+        let bytes = FileBytes::open(source, windows)?;
         Self::from_parts(bytes, None, Some(location), options)
     }
 
     /// VS bytes held in memory (no lock).
     pub fn from_bytes(bytes: Vec<u8>, options: ReaderOptions) -> Result<VsFile> {
-        Self::from_parts(Buffer::from_vec(bytes), None, None, options)
+        Self::from_parts(
+            FileBytes::whole(Buffer::from_vec(bytes)),
+            None,
+            None,
+            options,
+        )
     }
 
     fn from_parts(
-        bytes: Buffer,
+        bytes: FileBytes,
         lock: Option<LockedFile>,
         path: Option<PathBuf>,
         options: ReaderOptions,
@@ -70,6 +97,7 @@ impl VsFile {
             meta,
             data_start,
             options,
+            table: OnceLock::new(),
         })
     }
 
@@ -78,14 +106,25 @@ impl VsFile {
         self.meta.as_ref()
     }
 
-    /// The file's path, unless it was opened from bytes.
+    /// The file's path (or the source's location), unless it was opened from bytes.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    /// The whole file's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The whole file's bytes, when they are in memory: always for a local file, for one
+    /// read by ranges only when it is smaller than its first read (64 KiB).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.bytes.all().map(|b| b.as_slice())
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.bytes.size
+    }
+
+    /// The source the file is read from by ranges (`None` when opened from a path or bytes).
+    pub fn source(&self) -> Option<&Arc<dyn ByteSource>> {
+        self.bytes.source()
     }
 
     /// The Arrow schema of every column this file reads as.
@@ -94,28 +133,27 @@ impl VsFile {
     }
 }
 
-/// Walks the blocks from offset 4 to the meta block (spec §4 placement rules).
-fn scan_to_meta(bytes: &[u8], parse: &ParseOptions) -> Result<(Option<Meta>, usize)> {
-    codec::check_header(bytes)?;
-    let mut blocks = Blocks::new(bytes, 4, parse.eof);
-    while let Some(block) = blocks.next_block()? {
-        match block.kind {
-            codec::META => {
-                let meta = codec::parse_meta(&block, parse.varint)?;
-                return Ok((Some(meta), blocks.position()));
-            }
-            codec::POINT => {
-                return Err(codec::block_error(
-                    block.kind,
-                    block.offset,
-                    ErrorClass::BadMeta,
-                    "point before meta block",
-                ))
-            }
-            kind => check_other_block(kind, &block, parse)?,
+/// Walks the blocks from offset 4 to the meta block (spec §4 placement rules): over the bytes
+/// read when the file was opened, and over windows that double from there when the meta block
+/// lies further (a file read by ranges).
+fn scan_to_meta(bytes: &FileBytes, parse: &ParseOptions) -> Result<(Option<Meta>, usize)> {
+    codec::check_header(&bytes.head)?;
+    let mut meta = None;
+    let visit = |block: &Block<'_>| match block.kind {
+        codec::META => {
+            meta = Some(codec::parse_meta(block, parse.varint)?);
+            Ok(ControlFlow::Break(()))
         }
-    }
-    Ok((None, blocks.position()))
+        codec::POINT => Err(codec::block_error(
+            block.kind,
+            block.offset,
+            ErrorClass::BadMeta,
+            "point before meta block",
+        )),
+        kind => check_other_block(kind, block, parse).map(ControlFlow::Continue),
+    };
+    let end = bytes.walk_blocks(4, parse.eof, bytes.windows.open, visit)?;
+    Ok((meta, end.position as usize))
 }
 
 /// Refuses a block that is neither a point nor the meta block when the options say so.
