@@ -252,7 +252,7 @@ impl Error {
     /// without its credentials (user, password, query).
     pub fn with_file(mut self, path: impl AsRef<Path>) -> Self {
         if self.inner.file.is_none() {
-            self.inner.file = Some(crate::source::shown_url(path.as_ref()));
+            self.inner.file = Some(crate::location::shown_url(path.as_ref()));
         }
         self
     }

@@ -62,6 +62,7 @@ mod fragment;
 pub mod input;
 pub mod inspect;
 pub mod jay;
+mod location;
 mod mapped;
 pub mod options;
 mod panic_guard;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::dataseries::codec::mode_name;
 use crate::dataseries::extent::{decode_raw, Checks};
-use crate::dataseries::{DsFile, ExtentType};
+use crate::dataseries::{DsFile, ExtentHeader, ExtentType};
 
 use super::{Structure, TextTable};
 
@@ -29,21 +29,7 @@ pub(super) fn structure(
             .sum::<u64>()
     };
     if verify {
-        // Every extent of every type, including the built-in ones.
-        let xt = ExtentType::xmltype();
-        let it = ExtentType::index();
-        let ranges: Vec<_> = all
-            .iter()
-            .map(|e| e.offset..e.offset + e.len as u64)
-            .collect();
-        for (e, bytes) in all.iter().zip(file.read_ranges(&ranges)?) {
-            let t = match e.type_name.as_str() {
-                "DataSeries: XmlType" => &xt,
-                "DataSeries: ExtentIndex" => &it,
-                name => file.find_type(name).map(|t| t.as_ref()).unwrap_or(&it),
-            };
-            decode_raw(&bytes, file.order, e, t, Checks::ALL).map_err(|e| e.with_file(path))?;
-        }
+        verify_extents(file, all, path)?;
     }
     let rows = match wanted {
         Some(name) => file.find_type(name).map(|t| rows_of(&t.name)),
@@ -136,4 +122,23 @@ pub(super) fn structure(
     text.push('\n');
     text.push_str(&et.render(""));
     Ok(Structure { rows, json, text })
+}
+
+/// Decompresses and checks every extent of every type, the built-in ones included.
+fn verify_extents(file: &DsFile, all: &[ExtentHeader], path: &Path) -> crate::Result<()> {
+    let xt = ExtentType::xmltype();
+    let it = ExtentType::index();
+    let ranges: Vec<_> = all
+        .iter()
+        .map(|e| e.offset..e.offset + e.len as u64)
+        .collect();
+    for (e, bytes) in all.iter().zip(file.read_ranges(&ranges)?) {
+        let t = match e.type_name.as_str() {
+            "DataSeries: XmlType" => &xt,
+            "DataSeries: ExtentIndex" => &it,
+            name => file.find_type(name).map(|t| t.as_ref()).unwrap_or(&it),
+        };
+        decode_raw(&bytes, file.order, e, t, Checks::ALL).map_err(|e| e.with_file(path))?;
+    }
+    Ok(())
 }

@@ -25,11 +25,12 @@ use arrow_buffer::Buffer;
 
 use crate::error::{Error, ErrorClass, Result};
 
+pub use crate::location::{is_url, local_path, shown_url};
 pub use count::{Counting, CountingObjects, Counts};
 pub use local::{LocalDir, LocalFile};
 pub use storage::{
-    is_url, local_path, refuse_url, register_storage, registered_storage, shown_url, ObjectWrite,
-    RemoteEntry, Storage, StorageOptions,
+    refuse_url, register_storage, registered_storage, ObjectWrite, RemoteEntry, Storage,
+    StorageOptions,
 };
 
 /// A source of byte ranges: one file or object of known size.

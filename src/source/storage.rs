@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use super::{ByteSource, ObjectSource};
 use crate::error::{Error, ErrorClass, Result};
+use crate::location::is_url;
 
 /// The settings of remote storage: object_store's own keys (`aws_access_key_id`,
 /// `aws_endpoint_url`, `aws_allow_http`, `google_service_account`,
@@ -110,29 +111,6 @@ pub fn registered_storage(url: &str) -> Result<Arc<dyn Storage>> {
     })
 }
 
-/// The scheme of `path` when it is a URL (`scheme://…`), lower-cased.
-fn scheme(path: &Path) -> Option<String> {
-    let text = path.to_str()?;
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    valid.then(|| scheme.to_ascii_lowercase())
-}
-
-/// Whether `path` is a remote URL (any `scheme://` but `file://`), read through [`Storage`].
-pub fn is_url(path: impl AsRef<Path>) -> bool {
-    scheme(path.as_ref()).is_some_and(|s| s != "file")
-}
-
-/// The local path of a `file://` URL; `path` itself when it is not a URL.
-pub fn local_path(path: &Path) -> PathBuf {
-    match (scheme(path).as_deref(), path.to_str()) {
-        (Some("file"), Some(text)) => PathBuf::from(&text["file://".len()..]),
-        _ => path.to_path_buf(),
-    }
-}
-
 /// Refuses `what` (an append, a delete) on `path` when it is a URL: a remote object cannot
 /// be changed in place.
 pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
@@ -144,22 +122,4 @@ pub fn refuse_url(path: &Path, what: &str) -> Result<()> {
          write a new object instead, or work on a local copy"
     ))
     .with_file(path))
-}
-
-/// `path` as messages show it: a URL without its user, password, query or fragment (which
-/// may hold credentials, such as a signed URL's signature); anything else as it is.
-pub fn shown_url(path: &Path) -> PathBuf {
-    let Some(text) = path.to_str().filter(|_| scheme(path).is_some()) else {
-        return path.to_path_buf();
-    };
-    let (scheme, rest) = text.split_once("://").unwrap_or(("", text));
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let rest = match rest[..authority_end].rfind('@') {
-        // An Azure abfss:// URL names its container before the @: that is no credential; an
-        // HTTP URL's user may be a token.
-        Some(at) if scheme.starts_with("http") || rest[..at].contains(':') => &rest[at + 1..],
-        _ => rest,
-    };
-    PathBuf::from(format!("{scheme}://{rest}"))
 }

@@ -18,10 +18,8 @@ mod writer;
 pub use codec::{EofMode, Meta, ParseOptions, UnknownBlocks, VarintOrder};
 pub use lock::{LockKind, LockWait};
 pub use mapping::{Compression, Resolution};
-pub use read_options::ReaderOptions;
-pub use reader::{
-    fragments, schema_for, AppDataMode, BlockInfo, Description, Reader, ReaderBuilder, VsFile,
-};
+pub use read_options::{AppDataMode, ReaderOptions};
+pub use reader::{fragments, schema_for, BlockInfo, Description, Reader, ReaderBuilder, VsFile};
 pub use writer::{
     append, compact, delete_ordinal, delete_point, write_file, AppendSummary, CompactSummary,
     Writer, WriterOptions,

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use super::codec::ParseOptions;
 use super::lock::LockWait;
-use super::reader::AppDataMode;
 
 /// The VS settings of a read, held in [`FormatOptions`](crate::FormatOptions) and taken by
 /// [`ReaderBuilder::with_options`](super::ReaderBuilder::with_options) and
@@ -22,4 +21,15 @@ pub struct ReaderOptions {
     pub with_offsets: bool,
     /// Whether to wait for a writer's lock (default [`LockWait::Block`]).
     pub lock: LockWait,
+}
+
+/// How `app_data` (and JSON-resolution elements) reach Arrow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppDataMode {
+    /// JSON text in a `Utf8` column tagged `arrow.json`.
+    #[default]
+    Json,
+    /// The exact msgpack bytes in a `Binary` column (byte-exact round trips).
+    Msgpack,
 }

@@ -20,6 +20,7 @@ mod fetch;
 mod file;
 mod layout;
 mod schema;
+mod table;
 mod walk;
 
 use std::path::Path;
@@ -29,6 +30,7 @@ use self::walk::Walk;
 use super::codec::{self, UnknownBlocks, VarintOrder};
 use super::lock::LockWait;
 use super::mapping::APP_DATA_COLUMN;
+pub(crate) use super::read_options::AppDataMode;
 use super::read_options::ReaderOptions;
 use super::vector_codec::VectorDecoder;
 use crate::error::{Error, Result};
@@ -44,17 +46,6 @@ pub use self::schema::schema_for;
 /// VS alone; a batch of 65,536 points of 1,024 `f32` each is 256 MiB, so callers with wide
 /// vectors choose a smaller one with `with_batch_size`).
 pub const DEFAULT_BATCH_SIZE: usize = crate::scan::DEFAULT_BATCH_SIZE;
-
-/// How `app_data` (and JSON-resolution elements) reach Arrow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AppDataMode {
-    /// JSON text in a `Utf8` column tagged `arrow.json`.
-    #[default]
-    Json,
-    /// The exact msgpack bytes in a `Binary` column (byte-exact round trips).
-    Msgpack,
-}
 
 /// Builds a VS [`Reader`].
 #[derive(Debug, Clone, Default)]

@@ -10,8 +10,8 @@ use arrow_buffer::Buffer;
 use arrow_schema::SchemaRef;
 
 use super::fetch::{FileBytes, Windows};
-use super::layout::BlockTable;
 use super::schema::schema_for;
+use super::table::BlockTable;
 use super::ReaderOptions;
 use crate::error::{Error, ErrorClass, Result};
 use crate::source::ByteSource;

@@ -14,6 +14,7 @@
 
 use std::ops::ControlFlow;
 
+use super::table::BlockTable;
 use super::{attach, VsFile};
 use crate::error::Result;
 use crate::scan::{group_units, FragmentRange, FragmentSpan, Unit};
@@ -26,13 +27,6 @@ const SKIP_PAYLOAD: u64 = 1 << 20;
 
 /// Bytes read for one header when blocks are large.
 const HEADER_PROBE: u64 = 64 << 10;
-
-/// The point blocks of a file, in file order, from its block headers.
-#[derive(Debug, Default)]
-pub(super) struct BlockTable {
-    offsets: Vec<u64>,
-    lengths: Vec<u32>,
-}
 
 impl BlockTable {
     /// Walks the headers of `file`'s blocks after its meta block, in header windows read from
