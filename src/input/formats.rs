@@ -243,7 +243,7 @@ impl OpenedFormat for VsInput {
     fn rows(&self) -> Option<u64> {
         *self
             .rows
-            .get_or_init(|| self.file.describe(0).ok().map(|d| d.live_points))
+            .get_or_init(|| self.file.live_points().ok())
     }
 
     fn fragments(&self, target_rows: usize) -> Result<Vec<FragmentSpan>> {
