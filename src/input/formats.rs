@@ -241,9 +241,7 @@ impl OpenedFormat for VsInput {
     }
 
     fn rows(&self) -> Option<u64> {
-        *self
-            .rows
-            .get_or_init(|| self.file.live_points().ok())
+        *self.rows.get_or_init(|| self.file.live_points().ok())
     }
 
     fn fragments(&self, target_rows: usize) -> Result<Vec<FragmentSpan>> {
