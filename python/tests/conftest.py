@@ -123,15 +123,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def s3_server():
-    """moto's S3 server (``python -m moto.server``, from moto[server] in requirements.txt) on a
-    free loopback port, stopped after the session: its endpoint URL. Without moto the tests
-    that need it are skipped with the reason, except under CI=true, where they fail."""
+def _require_moto():
+    """Skips the test (fails it under CI=true) when moto's server cannot run here."""
     import importlib.util
-    import sys
-    import time
-    import urllib.request
 
     missing = [m for m in ("moto", "boto3", "flask") if importlib.util.find_spec(m) is None]
     if missing:
@@ -139,36 +133,99 @@ def s3_server():
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+def _wait_until_serving(endpoint, server):
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).close()
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("moto's S3 server did not start on %s" % endpoint)
+            time.sleep(0.2)
+
+
+def _stop(server):
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server (``python -m moto.server``, from moto[server] in requirements.txt) on a
+    free loopback port, stopped after the session: its endpoint URL. Without moto the tests
+    that need it are skipped with the reason, except under CI=true, where they fail."""
+    import sys
+
+    _require_moto()
     port = _free_port()
     endpoint = "http://127.0.0.1:%d" % port
     server = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/moto-api/", timeout=2).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("moto's S3 server did not start on %s" % endpoint)
-                time.sleep(0.2)
+        _wait_until_serving(endpoint, server)
         yield endpoint
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _stop(server)
+
+
+class CountedS3:
+    """moto's S3 server behind counting_s3.py's recording middleware: ``endpoint``, and
+    ``requests()``, every request answered since ``mark()`` (dicts of method, path, query,
+    range, status and bytes), whichever process or thread sent it."""
+
+    def __init__(self, endpoint, log_path):
+        self.endpoint = endpoint
+        self._log_path = log_path
+        self._mark = 0
+
+    def mark(self):
+        self._mark = self._log_path.stat().st_size
+
+    def requests(self):
+        with open(self._log_path, "rb") as fh:
+            fh.seek(self._mark)
+            return [json.loads(line) for line in fh.read().splitlines()]
 
 
 @pytest.fixture(scope="session")
-def s3_options(s3_server):
-    """The storage_options of a read or write through the moto server."""
+def counted_s3(tmp_path_factory):
+    """A second moto S3 server, run by python/tests/counting_s3.py, which records each request
+    it answers; stopped after the session. Skipped (or failed under CI=true) as s3_server."""
+    import sys
+
+    _require_moto()
+    log_path = tmp_path_factory.mktemp("counted-s3") / "requests.jsonl"
+    log_path.touch()
+    script = pathlib.Path(__file__).with_name("counting_s3.py")
+    server = subprocess.Popen([sys.executable, str(script), str(log_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, text=True)
+    try:
+        port = server.stdout.readline().strip()
+        if not port.isdigit():
+            pytest.fail("the counting S3 server did not start (printed %r)" % port)
+        endpoint = "http://127.0.0.1:%s" % port
+        _wait_until_serving(endpoint, server)
+        yield CountedS3(endpoint, log_path)
+    finally:
+        _stop(server)
+
+
+def s3_options_for(endpoint):
+    """The storage_options of a read or write through the moto server at ``endpoint``."""
     return {
-        "aws_endpoint_url": s3_server,
+        "aws_endpoint_url": endpoint,
         "aws_allow_http": "true",
         "aws_access_key_id": "arrowsmith-test-key",
         "aws_secret_access_key": S3_SECRET,
@@ -176,10 +233,20 @@ def s3_options(s3_server):
     }
 
 
-@pytest.fixture(scope="session")
-def s3_client(s3_server):
+def s3_client_for(endpoint):
     import boto3
 
-    return boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1",
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                         aws_access_key_id="arrowsmith-test-key",
                         aws_secret_access_key=S3_SECRET)
+
+
+@pytest.fixture(scope="session")
+def s3_options(s3_server):
+    """The storage_options of a read or write through the moto server."""
+    return s3_options_for(s3_server)
+
+
+@pytest.fixture(scope="session")
+def s3_client(s3_server):
+    return s3_client_for(s3_server)

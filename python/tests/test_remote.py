@@ -1,8 +1,10 @@
 """URLs through the Python package, against moto's S3 server (conftest.s3_server, a real server
 on a loopback port): every held Jay, DataSeries and VS fixture read from S3 equals its local
 read (whole, projected, limited, fragment by fragment), a write to S3 is byte-identical to the
-local write, Ray and Dask read remote inputs with each task opening its own fragment by URL,
-and the secret of storage_options is in no exception, repr, pickled fragment or report."""
+local write, Ray and Dask read remote inputs with each task opening its own fragment by URL
+and fetching only that fragment's bytes (counted by conftest.counted_s3, moto's server behind a
+middleware that records every request), and the secret of storage_options is in no exception,
+repr, pickled fragment or report."""
 import json
 import pickle
 import uuid
@@ -12,7 +14,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 import arrowsmith  # noqa: E402
-from conftest import DATA, S3_SECRET, fixtures  # noqa: E402
+from conftest import DATA, S3_SECRET, fixtures, s3_client_for, s3_options_for  # noqa: E402
 
 REMOTE_SUFFIXES = (".jay", ".ds", ".vs")
 
@@ -253,6 +255,144 @@ def test_remote_dask_read_equals_local(bucket, s3_options, scheduler, context):
     with dask.config.set(scheduler="synchronous"):
         want = local.compute()
     assert got.equals(want)
+
+
+# --- What each task of a distributed read fetches ---------------------------------------------
+
+# Rows, and rows per fragment, of the counted inputs: 8 fragments of a few hundred KiB each
+# (about 4 MiB of Jay, 2 MiB of DataSeries or bcolz).
+COUNTED_ROWS = 80_000
+COUNTED_TARGET_ROWS = 10_000
+# What a task may fetch beyond its fragment's bytes: the header, footer or index it reads to
+# find the fragment, and the gaps under 4 KiB that the reader merges into one request.
+SLACK_PER_TASK = 64 * 1024
+
+
+def counted_table():
+    """Integers, floats and strings, deterministic, that do not compress much."""
+    mixed = [(i ^ 0x5DEECE66D) * 2654435761 % (1 << 61) for i in range(COUNTED_ROWS)]
+    return pa.table({
+        "id": pa.array(range(COUNTED_ROWS), pa.int64()),
+        "mixed": pa.array(mixed, pa.int64()),
+        "ratio": pa.array([m / 7.0 for m in mixed], pa.float64()),
+        "label": pa.array(["row-%d-%x" % (i, m) for i, m in enumerate(mixed)]),
+    })
+
+
+@pytest.fixture(scope="module")
+def counted_inputs(counted_s3, tmp_path_factory):
+    """A Jay file, a DataSeries file and a bcolz ctable of counted_table, written locally and
+    uploaded to the counting server: ``(local path, URL)`` by extension."""
+    bucket = "arrowsmith-counted-" + uuid.uuid4().hex[:8]
+    client = s3_client_for(counted_s3.endpoint)
+    client.create_bucket(Bucket=bucket)
+    directory = tmp_path_factory.mktemp("counted")
+    table = counted_table()
+    inputs = {}
+    for name, write_options in (("table.jay", {}),
+                                ("table.ds", {"extent_size": 64 * 1024}),
+                                ("table.bcolz", {"bcolz_chunklen": 5_000})):
+        path = directory / name
+        arrowsmith.write(table, path, **write_options)
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            client.upload_file(str(file), bucket, str(file.relative_to(directory)))
+        inputs[path.suffix] = (path, "s3://%s/%s" % (bucket, name))
+    return inputs
+
+
+def stored_bytes(path):
+    """The bytes of a file, or of every file of a dataset directory."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def assert_fetched_only_fragments(counted_s3, url, path, fragments):
+    """The requests since counted_s3.mark() fetched (response bodies) at most 1.25 x the input
+    + 64 KiB per fragment and for the listing, well under the fragments x the input that a whole-input read
+    per task fetches, and no GET was longer than a fragment (plus the slack): a file's object
+    is read by byte ranges, a dataset's chunk objects (each smaller than a fragment) whole."""
+    size = stored_bytes(path)
+    key = "/" + url.split("/", 2)[2]  # the path of s3://bucket/key on the server
+    requests = counted_s3.requests()
+    gets = [r for r in requests
+            if r["method"] == "GET" and (r["path"] == key or r["path"].startswith(key + "/"))]
+    assert gets, "no GET of %s reached the server" % url
+    bound = 1.25 * size + (len(fragments) + 1) * SLACK_PER_TASK
+    # The bound must be one that a whole-input read per fragment breaks.
+    assert len(fragments) >= 4 and bound < 0.5 * len(fragments) * size
+    fetched = sum(r["bytes"] for r in requests)
+    assert fetched <= bound, (
+        "%d bytes fetched in %d requests for %d fragments of %d bytes (bound %d)"
+        % (fetched, len(requests), len(fragments), size, bound))
+    longest = max(f.bytes for f in fragments) + SLACK_PER_TASK
+    assert longest < size
+    for get in gets:
+        if get["range"]:
+            first, last = get["range"].removeprefix("bytes=").split("-")
+            assert get["status"] == 206 and get["bytes"] == int(last) - int(first) + 1, get
+        else:
+            # A dataset's reader probes for the markers of each kind of dataset (404s).
+            assert path.is_dir() and get["status"] in (200, 404), get
+        assert get["bytes"] <= longest, get
+    return fetched
+
+
+def assert_fragments_equal_local(got, fragments):
+    """``got`` (an Arrow table of the read, in order) holds each local fragment's rows at its
+    place."""
+    assert got.num_rows == COUNTED_ROWS
+    offset = 0
+    for fragment in fragments:
+        want = pa.table(arrowsmith.open_fragment(fragment).read_all())
+        assert got.slice(offset, want.num_rows).to_pylist() == want.to_pylist(), fragment.index
+        offset += want.num_rows
+    assert offset == COUNTED_ROWS
+
+
+@pytest.mark.parametrize("suffix", [".jay", ".ds", ".bcolz"])
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_dask_tasks_fetch_only_their_fragments(counted_s3, counted_inputs, suffix, scheduler):
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("dask.dataframe")
+    import arrowsmith.dask
+
+    path, url = counted_inputs[suffix]
+    options = s3_options_for(counted_s3.endpoint)
+    fragments = arrowsmith.fragments(path, target_rows=COUNTED_TARGET_ROWS)
+    counted_s3.mark()
+    frame = arrowsmith.dask.read(url, target_rows=COUNTED_TARGET_ROWS, storage_options=options)
+    assert frame.npartitions == len(fragments)
+    with dask.config.set({"scheduler": scheduler, "num_workers": 2}):
+        got = frame.compute()
+    assert_fetched_only_fragments(counted_s3, url, path, fragments)
+    assert_fragments_equal_local(pa.Table.from_pandas(got, preserve_index=False), fragments)
+
+
+def test_ray_tasks_fetch_only_their_fragments(counted_s3, counted_inputs):
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    import arrowsmith.ray
+
+    options = s3_options_for(counted_s3.endpoint)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False, namespace="arrowsmith-remote-counted-tests")
+    try:
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = False
+        for suffix in (".jay", ".ds", ".bcolz"):
+            path, url = counted_inputs[suffix]
+            fragments = arrowsmith.fragments(path, target_rows=COUNTED_TARGET_ROWS)
+            counted_s3.mark()
+            ds = arrowsmith.ray.read(url, target_rows=COUNTED_TARGET_ROWS,
+                                     storage_options=options)
+            got = pa.concat_tables(ray.get(ds.to_arrow_refs()))
+            assert_fetched_only_fragments(counted_s3, url, path, fragments)
+            assert_fragments_equal_local(got, fragments)
+    finally:
+        ray.shutdown()
 
 
 def test_a_url_is_shown_without_its_credentials():
