@@ -57,7 +57,8 @@ impl Origin {
                 if let Some(format) = Format::from_extension(name) {
                     return Ok(format);
                 }
-                let fetched = Prefetched::fetch(Arc::clone(source)).map_err(|e| e.with_file(name))?;
+                let fetched =
+                    Prefetched::fetch(Arc::clone(source)).map_err(|e| e.with_file(name))?;
                 let format = detect_magic(fetched.head(MAGIC_LEN)).ok_or_else(|| undetected(name));
                 *source = Arc::new(fetched);
                 format

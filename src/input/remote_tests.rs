@@ -477,13 +477,14 @@ fn write_rows(path: &Path, format: Format, rows: i64) {
 }
 
 #[test]
-fn a_jay_or_dataseries_object_opens_by_url_in_one_open_and_two_reads() {
+fn a_jay_dataseries_or_vs_object_opens_by_url_in_one_open_and_two_reads() {
     let url = scratch("open_trips");
     let dir = storage().scratch.path().join("open_trips");
     let mut objects = Vec::new();
     for (fixture, name) in [
         ("jay/all_types.jay", "small_jay"),
         ("dataseries/generated/basic-all.ds", "small_ds"),
+        ("vs/f64_r1_plain.vs", "small_vs"),
     ] {
         std::fs::copy(data_dir().join(fixture), dir.join(name)).unwrap();
         objects.push(name.to_owned());
@@ -495,7 +496,7 @@ fn a_jay_or_dataseries_object_opens_by_url_in_one_open_and_two_reads() {
     }
     // Each named with its format's extension, and without (known by its first bytes).
     for name in objects.clone() {
-        let format = if name.ends_with("jay") { "jay" } else { "ds" };
+        let format = name.rsplit('_').next().unwrap();
         let named = format!("{name}.{format}");
         std::fs::copy(dir.join(&name), dir.join(&named)).unwrap();
         objects.push(named);

@@ -32,8 +32,7 @@ pub use local::{LocalDir, LocalFile};
 pub(crate) use prefetch::Prefetched;
 pub use storage::{
     refuse_url, register_storage, registered_storage, ObjectWrite, RemoteEntry, RemoteOpened,
-    Storage,
-    StorageOptions,
+    Storage, StorageOptions,
 };
 
 /// A source of byte ranges: one file or object of known size.
