@@ -31,8 +31,9 @@ impl Prefetched {
     /// Fetches the head and tail of `inner` in one round trip.
     pub(crate) fn fetch(inner: Arc<dyn ByteSource>) -> Result<Prefetched> {
         let size = inner.size();
+        let whole = 0..size;
         let ranges = if size <= HEAD + TAIL {
-            vec![0..size]
+            vec![whole]
         } else {
             vec![0..HEAD, size - TAIL..size]
         };

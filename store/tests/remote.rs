@@ -557,8 +557,10 @@ fn opening_a_url_costs_one_head_and_the_readers_own_gets() {
     let options = s3_options(moto.port);
     arrowsmith_store::register();
     let storage = arrowsmith::source::registered_storage("s3://trips").unwrap();
-    let mut read = arrowsmith::ReadOptions::default();
-    read.storage = options.clone();
+    let read = arrowsmith::ReadOptions {
+        storage: options.clone(),
+        ..Default::default()
+    };
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
     let requests = |what: &str| moto.logged(what);
     // Small files, each read whole by its open: named by their format, and not (known by
