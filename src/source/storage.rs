@@ -96,8 +96,9 @@ pub trait Storage: Send + Sync {
     /// Opens what is at `url`: the object, or when there is none, the prefix; an error of
     /// kind [`NotFound`](std::io::ErrorKind::NotFound) when neither is there. Reading an
     /// object, the common case, costs only its open: the prefix is looked for after the
-    /// object is not found. A store overrides this when it can tell the two apart in fewer
-    /// requests than [`open_file`](Self::open_file) then [`stat`](Self::stat).
+    /// object is not found, which this default takes from [`open_file`](Self::open_file)
+    /// failing with `NotFound` (as a store's HEAD of a prefix does). A store overrides it when
+    /// it can tell the two apart in fewer requests than `open_file` then [`stat`](Self::stat).
     fn open_entry(&self, url: &str, options: &StorageOptions) -> Result<RemoteOpened> {
         let not_found = match self.open_file(url, options) {
             Ok(object) => return Ok(RemoteOpened::Object(object)),
