@@ -146,8 +146,9 @@ impl Format {
     /// Recognises an existing input: magic bytes, then directory structure, then extension.
     /// An input that is not a regular file or directory is not read: `-` is an Arrow IPC
     /// stream, another one is known by its extension (see [`crate::StreamInput`]). A remote
-    /// object or prefix is recognised by the same rules ([`Format::detect_source`],
-    /// [`Format::detect_objects`]).
+    /// prefix is recognised by the same rules ([`Format::detect_objects`]); a remote object
+    /// opened by URL is known by its extension first when that names a format (its reader then
+    /// checks the magic), so that recognising it costs no request of its own.
     pub fn detect(path: &Path) -> Result<Format> {
         if is_stdin(path) {
             return Ok(Format::ArrowStream);
@@ -231,10 +232,10 @@ impl Format {
 }
 
 /// The bytes of a file's start that say its format (see [`detect_magic`]).
-const MAGIC_LEN: u64 = 8;
+pub(crate) const MAGIC_LEN: u64 = 8;
 
 /// The error for an input whose format neither its content nor its name tells.
-fn undetected(path: &Path) -> Error {
+pub(crate) fn undetected(path: &Path) -> Error {
     Error::invalid_argument(
         "cannot tell the format from the content or the extension; name it with the format option",
     )

@@ -270,7 +270,7 @@ fn open_format(
     listed: Option<&ObjectVersion>,
 ) -> Result<Opened> {
     refuse_stream(path, "opening an input for reuse")?;
-    let origin = Origin::resolve(path, &options.storage)?;
+    let mut origin = Origin::resolve(path, &options.storage)?;
     remote::check_unchanged(&origin, listed, path)?;
     let format = match options.format {
         Some(format) => format,

@@ -4,15 +4,15 @@
 //! its local path. The object's size and version are what its fragments carry, so that a read
 //! of a fragment finds an object changed since the listing.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::format::Format;
+use crate::format::{detect_magic, undetected, Format, MAGIC_LEN};
 use crate::fragment::ObjectVersion;
 use crate::source::{
-    is_url, local_path, registered_storage, ByteSource, ObjectSource, RemoteEntry, StorageOptions,
+    is_url, local_path, registered_storage, ByteSource, ObjectSource, Prefetched, RemoteOpened,
+    StorageOptions,
 };
 
 /// Where an input's bytes are.
@@ -28,20 +28,15 @@ pub(crate) enum Origin {
 
 impl Origin {
     /// Finds what `path` names: a local path (a `file://` URL's too), or, for a URL, what the
-    /// registered storage finds there (one request for what it is, one to open it).
+    /// registered storage opens there ([`Storage::open_entry`](crate::source::Storage): the
+    /// object, else the prefix).
     pub(crate) fn resolve(path: &Path, storage: &StorageOptions) -> Result<Origin> {
         let Some(url) = path.to_str().filter(|_| is_url(path)) else {
             return Ok(Origin::Local(local_path(path)));
         };
-        let store = registered_storage(url)?;
-        match store.stat(url, storage)? {
-            RemoteEntry::Object { .. } => Ok(Origin::Object(store.open_file(url, storage)?)),
-            RemoteEntry::Prefix => Ok(Origin::Prefix(store.open_dir(url, storage)?)),
-            RemoteEntry::Missing => Err(Error::from(io::Error::new(
-                io::ErrorKind::NotFound,
-                "no object, and no objects under it as a prefix",
-            ))
-            .with_file(url)),
+        match registered_storage(url)?.open_entry(url, storage)? {
+            RemoteOpened::Object(object) => Ok(Origin::Object(object)),
+            RemoteOpened::Prefix(objects) => Ok(Origin::Prefix(objects)),
         }
     }
 
@@ -50,11 +45,24 @@ impl Origin {
         !matches!(self, Origin::Local(_))
     }
 
-    /// The format its content (and name) says.
-    pub(crate) fn detect(&self) -> Result<Format> {
+    /// The format its content and name say. A remote object is known by its name's extension
+    /// when that names a format, so recognising it costs no request; otherwise by its first
+    /// bytes, fetched with its last in the one request its reader opens with
+    /// ([`Prefetched`]), which then serves the reader's first reads.
+    pub(crate) fn detect(&mut self) -> Result<Format> {
         match self {
             Origin::Local(path) => Format::detect(path),
-            Origin::Object(source) => Format::detect_source(source.as_ref()),
+            Origin::Object(source) => {
+                let name = Path::new(source.location());
+                if let Some(format) = Format::from_extension(name) {
+                    return Ok(format);
+                }
+                let fetched =
+                    Prefetched::fetch(Arc::clone(source)).map_err(|e| e.with_file(name))?;
+                let format = detect_magic(fetched.head(MAGIC_LEN)).ok_or_else(|| undetected(name));
+                *source = Arc::new(fetched);
+                format
+            }
             Origin::Prefix(objects) => Format::detect_objects(objects.as_ref()),
         }
     }

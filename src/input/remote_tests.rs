@@ -30,10 +30,23 @@ enum Event {
     Abort(String),
 }
 
+/// A request the test storage served: what a store would send over the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Request {
+    /// `open_file`: a store's HEAD.
+    OpenFile,
+    /// `stat`: a store's HEAD, then a listing when there is no object.
+    Stat,
+    /// One batched `read_ranges` of an object: a round trip of ranged GETs.
+    Read,
+}
+
 /// The test storage: process-wide, as `register_storage` is.
 struct TestStorage {
     scratch: tempfile::TempDir,
     events: Mutex<Vec<(String, Event)>>,
+    /// Every request, with the URL it was for.
+    requests: Mutex<Vec<(String, Request)>>,
     /// Per test: how many more objects may be put before a put fails.
     puts_left: Mutex<HashMap<String, usize>>,
 }
@@ -44,6 +57,7 @@ fn storage() -> &'static Arc<TestStorage> {
         let storage = Arc::new(TestStorage {
             scratch: tempfile::tempdir().unwrap(),
             events: Mutex::new(Vec::new()),
+            requests: Mutex::new(Vec::new()),
             puts_left: Mutex::new(HashMap::new()),
         });
         assert!(
@@ -72,6 +86,16 @@ fn events(test: &str) -> Vec<Event> {
         .collect()
 }
 
+/// The requests made for `url` (an object, or a prefix and the objects under it).
+fn requests(url: &str) -> Vec<Request> {
+    let requests = storage().requests.lock().unwrap();
+    requests
+        .iter()
+        .filter(|(u, _)| u == url || u.starts_with(&format!("{url}/")))
+        .map(|(_, r)| *r)
+        .collect()
+}
+
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
 }
@@ -90,6 +114,13 @@ impl TestStorage {
             }
             _ => Err(Error::new(ErrorClass::Io, "no such bucket").with_file(url)),
         }
+    }
+
+    fn request(&self, url: &str, request: Request) {
+        self.requests
+            .lock()
+            .unwrap()
+            .push((url.to_owned(), request));
     }
 
     fn record(&self, test: Option<String>, event: Event) {
@@ -144,6 +175,7 @@ impl ByteSource for TestObject {
         self.bytes.len() as u64
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+        storage().request(&self.url, Request::Read);
         let now = std::fs::read(&self.path).map_err(|e| Error::from(e).with_file(&self.url))?;
         if version_of(&now) != self.version {
             return Err(Error::new(ErrorClass::Io, "the object was replaced").with_file(&self.url));
@@ -232,7 +264,13 @@ impl ObjectWrite for TestWrite {
 
 impl Storage for TestStorage {
     fn open_file(&self, url: &str, _: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
+        self.request(url, Request::OpenFile);
         let (path, _) = self.path(url)?;
+        // A prefix is no object: a store's HEAD of it finds nothing.
+        if !path.is_file() {
+            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+            return Err(Error::from(missing).with_file(url));
+        }
         Ok(Arc::new(TestObject::open(url.to_owned(), path)?))
     }
     fn open_dir(&self, url: &str, _: &StorageOptions) -> Result<Arc<dyn ObjectSource>> {
@@ -243,6 +281,7 @@ impl Storage for TestStorage {
         }))
     }
     fn stat(&self, url: &str, _: &StorageOptions) -> Result<RemoteEntry> {
+        self.request(url, Request::Stat);
         let (path, _) = self.path(url)?;
         if path.is_file() {
             return Ok(RemoteEntry::Object {
@@ -294,8 +333,9 @@ fn fixtures(dir: &str, ext: &str) -> Vec<String> {
     names
 }
 
-/// Reads `fixture` locally and through its URL, whole and fragment by fragment: the same
-/// batches, the same fragments (but for the object's version), or both failing.
+/// Reads `fixture` (a file, or a dataset's directory) locally and through its URL (an object,
+/// or a prefix), whole and fragment by fragment: the same batches and the same fragments (but
+/// for a file's object version, which a remote file's fragments carry), or both failing.
 fn same_through_url(fixture: &str, options: &ReadOptions) {
     storage();
     let local = data_dir().join(fixture);
@@ -313,20 +353,23 @@ fn same_through_url(fixture: &str, options: &ReadOptions) {
     let listed_here = crate::fragments(&local, options, 3).unwrap();
     let listed_there = crate::fragments(&url, options, 3).unwrap();
     assert_eq!(listed_here.len(), listed_there.len(), "{fixture}");
-    let size = std::fs::metadata(&local).unwrap().len();
+    let size = local.is_file().then(|| local.metadata().unwrap().len());
+    let read = ReadOptions {
+        scan: options.scan.clone(),
+        ..Default::default()
+    };
     for (h, t) in listed_here.iter().zip(&listed_there) {
-        assert_eq!(t.object.as_ref().map(|o| o.size), Some(size), "{fixture}");
-        assert!(t.object.as_ref().unwrap().version.is_some());
+        assert_eq!(t.object.as_ref().map(|o| o.size), size, "{fixture}");
+        assert!(t.object.iter().all(|o| o.version.is_some()), "{fixture}");
+        // A remote bcolz fragment estimates its bytes otherwise than a local one does.
+        let bytes = if size.is_some() { t.bytes } else { h.bytes };
         let t_as_local = Fragment {
             path: h.path.clone(),
             object: None,
+            bytes,
             ..t.clone()
         };
         assert_eq!(h, &t_as_local, "{fixture}");
-        let read = ReadOptions {
-            scan: options.scan.clone(),
-            ..Default::default()
-        };
         let from_here = batches(crate::open_fragment(h, &read)).unwrap();
         let from_there = batches(crate::open_fragment(t, &read)).unwrap();
         assert_eq!(from_here, from_there, "{fixture} fragment {}", h.index);
@@ -399,51 +442,16 @@ fn an_input_through_a_url_is_recognised_and_shared_like_a_local_one() {
     assert_eq!(report.to_json()["structure"], local.to_json()["structure"]);
 }
 
-/// Reads the dataset `fixture` locally and through its prefix URL, whole and fragment by
-/// fragment: the same batches, and fragments of the same indexes and rows.
-fn same_dataset_through_url(fixture: &str, options: &ReadOptions) {
-    storage();
-    let local = data_dir().join(fixture);
-    let url = format!("test://data/{fixture}");
-    let here = batches(crate::open(&local, options));
-    let there = batches(crate::open(&url, options));
-    match (&here, &there) {
-        (Ok(here), Ok(there)) => assert_eq!(here, there, "{fixture}"),
-        (Err(_), Err(e)) => assert!(e.to_string().contains(&url), "{fixture}: {e}"),
-        _ => panic!("{fixture}: locally {here:?}, through its URL {there:?}"),
-    }
-    if here.is_err() {
-        return;
-    }
-    let listed_here = crate::fragments(&local, options, 3).unwrap();
-    let listed_there = crate::fragments(&url, options, 3).unwrap();
-    assert_eq!(listed_here.len(), listed_there.len(), "{fixture}");
-    let read = ReadOptions {
-        scan: options.scan.clone(),
-        ..Default::default()
-    };
-    for (h, t) in listed_here.iter().zip(&listed_there) {
-        assert_eq!(
-            (h.index, h.range, h.rows, h.format),
-            (t.index, t.range, t.rows, t.format),
-            "{fixture}"
-        );
-        let from_here = batches(crate::open_fragment(h, &read)).unwrap();
-        let from_there = batches(crate::open_fragment(t, &read)).unwrap();
-        assert_eq!(from_here, from_there, "{fixture} fragment {}", h.index);
-    }
-}
-
 #[test]
 fn every_bcolz_dataset_and_filo_set_reads_through_a_prefix_url_as_it_reads_locally() {
     let mut count = 0;
     for entry in std::fs::read_dir(data_dir().join("bcolz/datasets")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        same_dataset_through_url(&format!("bcolz/datasets/{name}"), &ReadOptions::default());
+        same_through_url(&format!("bcolz/datasets/{name}"), &ReadOptions::default());
         count += 1;
     }
     assert!(count > 20, "{count} datasets");
-    same_dataset_through_url("filo/set.filo", &ReadOptions::default());
+    same_through_url("filo/set.filo", &ReadOptions::default());
     let input = Input::open("test://data/filo/set.filo", &ReadOptions::default()).unwrap();
     assert_eq!(input.format(), Format::Filo);
     let input = Input::open(
@@ -452,6 +460,77 @@ fn every_bcolz_dataset_and_filo_set_reads_through_a_prefix_url_as_it_reads_local
     )
     .unwrap();
     assert_eq!(input.format(), Format::Bcolz);
+}
+
+/// A Jay or DataSeries file of `rows` rows at `path`: large enough that its head and tail
+/// are a small part of it.
+fn write_rows(path: &Path, format: Format, rows: i64) {
+    let ids = Int64Array::from_iter_values(0..rows);
+    let names = StringArray::from_iter_values((0..rows).map(|i| format!("name {i}")));
+    let batch = RecordBatch::try_new(schema(), vec![Arc::new(ids), Arc::new(names)]).unwrap();
+    let options = WriteOptions {
+        format: Some(format),
+        ..Default::default()
+    };
+    let batches = arrow_array::RecordBatchIterator::new(vec![Ok(batch)], schema());
+    crate::write_all(batches, path, &options).unwrap();
+}
+
+#[test]
+fn a_jay_dataseries_or_vs_object_opens_by_url_in_one_open_and_two_reads() {
+    let url = scratch("open_trips");
+    let dir = storage().scratch.path().join("open_trips");
+    let mut objects = Vec::new();
+    for (fixture, name) in [
+        ("jay/all_types.jay", "small_jay"),
+        ("dataseries/generated/basic-all.ds", "small_ds"),
+        ("vs/f64_r1_plain.vs", "small_vs"),
+    ] {
+        std::fs::copy(data_dir().join(fixture), dir.join(name)).unwrap();
+        objects.push(name.to_owned());
+    }
+    for (format, name) in [(Format::Jay, "large_jay"), (Format::DataSeries, "large_ds")] {
+        write_rows(&dir.join(name), format, 200_000);
+        assert!(dir.join(name).metadata().unwrap().len() > 1 << 20);
+        objects.push(name.to_owned());
+    }
+    // Each named with its format's extension, and without (known by its first bytes).
+    for name in objects.clone() {
+        let format = name.rsplit('_').next().unwrap();
+        let named = format!("{name}.{format}");
+        std::fs::copy(dir.join(&name), dir.join(&named)).unwrap();
+        objects.push(named);
+    }
+    for name in objects {
+        let object = format!("{url}/{name}");
+        // The open: one open (a store's HEAD, for the size), one read of the head and the
+        // tail, and one more only when the metadata is larger than the tail.
+        let mut reader = crate::open(&object, &ReadOptions::default()).unwrap();
+        let opened = requests(&object);
+        let reads = opened.iter().filter(|r| **r == Request::Read).count();
+        assert!(
+            opened.first() == Some(&Request::OpenFile)
+                && opened[1..].iter().all(|r| *r == Request::Read)
+                && reads <= 2,
+            "{name}: {opened:?}"
+        );
+        // The first batch reads its rows (a pipelined reader reads on, in the background).
+        let first = reader.next().unwrap().unwrap();
+        assert!(first.num_rows() > 0, "{name}");
+        let schema = reader.schema();
+        drop(reader);
+        // Input::open alike: its schema comes from the bytes the open fetched.
+        let before = requests(&object).len();
+        let input = Input::open(&object, &ReadOptions::default()).unwrap();
+        let opened = &requests(&object)[before..];
+        assert!(
+            opened.first() == Some(&Request::OpenFile)
+                && opened[1..].iter().all(|r| *r == Request::Read)
+                && opened.len() <= 3,
+            "{name}: Input::open made {opened:?}"
+        );
+        assert_eq!(input.schema(), schema, "{name}");
+    }
 }
 
 #[test]

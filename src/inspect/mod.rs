@@ -146,7 +146,7 @@ pub fn inspect_with_progress(
 ) -> Result<Report> {
     let path = path.as_ref();
     crate::input::refuse_stream(path, "inspect")?;
-    let origin = Origin::resolve(path, &options.read.storage)?;
+    let mut origin = Origin::resolve(path, &options.read.storage)?;
     let format = match options.read.format {
         Some(format) => format,
         None => origin.detect()?,

@@ -15,6 +15,7 @@
 
 mod count;
 mod local;
+mod prefetch;
 mod storage;
 
 use std::fmt;
@@ -28,9 +29,10 @@ use crate::error::{Error, ErrorClass, Result};
 pub use crate::location::{is_url, local_path, shown_url};
 pub use count::{Counting, CountingObjects, Counts};
 pub use local::{LocalDir, LocalFile};
+pub(crate) use prefetch::Prefetched;
 pub use storage::{
-    refuse_url, register_storage, registered_storage, ObjectWrite, RemoteEntry, Storage,
-    StorageOptions,
+    refuse_url, register_storage, registered_storage, ObjectWrite, RemoteEntry, RemoteOpened,
+    Storage, StorageOptions,
 };
 
 /// A source of byte ranges: one file or object of known size.

@@ -74,6 +74,15 @@ pub enum RemoteEntry {
     Missing,
 }
 
+/// What [`Storage::open_entry`] found at a URL, opened.
+#[derive(Debug, Clone)]
+pub enum RemoteOpened {
+    /// An object.
+    Object(Arc<dyn ByteSource>),
+    /// No object, but objects under it as a prefix (a bcolz or Filo dataset's root).
+    Prefix(Arc<dyn ObjectSource>),
+}
+
 /// Remote storage: what the core needs of an object store, with no object_store type in it.
 /// Every method takes the URL as the user gave it, and names it without credentials in its
 /// errors.
@@ -84,6 +93,25 @@ pub trait Storage: Send + Sync {
     fn open_dir(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ObjectSource>>;
     /// What is at `url`.
     fn stat(&self, url: &str, options: &StorageOptions) -> Result<RemoteEntry>;
+    /// Opens what is at `url`: the object, or when there is none, the prefix; an error of
+    /// kind [`NotFound`](std::io::ErrorKind::NotFound) when neither is there. Reading an
+    /// object, the common case, costs only its open: the prefix is looked for after the
+    /// object is not found, which this default takes from [`open_file`](Self::open_file)
+    /// failing with `NotFound` (as a store's HEAD of a prefix does). A store overrides it when
+    /// it can tell the two apart in fewer requests than `open_file` then [`stat`](Self::stat).
+    fn open_entry(&self, url: &str, options: &StorageOptions) -> Result<RemoteOpened> {
+        let not_found = match self.open_file(url, options) {
+            Ok(object) => return Ok(RemoteOpened::Object(object)),
+            Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => e,
+            Err(e) => return Err(e),
+        };
+        match self.stat(url, options)? {
+            RemoteEntry::Prefix => Ok(RemoteOpened::Prefix(self.open_dir(url, options)?)),
+            // An object that appeared since: open it as such.
+            RemoteEntry::Object { .. } => Ok(RemoteOpened::Object(self.open_file(url, options)?)),
+            RemoteEntry::Missing => Err(not_found),
+        }
+    }
     /// Starts writing the object at `url`.
     fn create_file(&self, url: &str, options: &StorageOptions) -> Result<Box<dyn ObjectWrite>>;
     /// Deletes the object at `url`; deleting one that is not there is no error.

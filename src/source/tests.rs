@@ -132,3 +132,36 @@ fn a_url_is_shown_without_its_credentials() {
     let error = Error::invalid_argument("gone").with_file("http://u:hunter2@h/x.jay");
     assert!(!error.to_string().contains("hunter2"), "{error}");
 }
+
+#[test]
+fn a_prefetched_object_serves_its_head_and_tail_and_fetches_the_rest_in_one_call() {
+    let bytes: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    let counted = Counting::new(LocalFile::from_bytes("object.bin", bytes.clone()));
+    let counts = counted.counts();
+    let object = Prefetched::fetch(Arc::new(counted)).unwrap();
+    assert_eq!((counts.round_trips(), counts.ranges()), (1, 2));
+    assert_eq!(object.head(8), &bytes[..8]);
+    let size = bytes.len() as u64;
+    // Inside the head and the tail: no request.
+    let held = object.read_ranges(&[0..8, size - 65_536..size]).unwrap();
+    assert_eq!(held[0].as_slice(), &bytes[..8]);
+    assert_eq!(held[1].as_slice(), &bytes[bytes.len() - 65_536..]);
+    assert_eq!(counts.round_trips(), 1);
+    // Ranges outside them go in one call, in the order asked among the held ones.
+    let mixed = object
+        .read_ranges(&[500_000..500_010, 16..32, 60_000..70_000])
+        .unwrap();
+    assert_eq!(mixed[0].as_slice(), &bytes[500_000..500_010]);
+    assert_eq!(mixed[1].as_slice(), &bytes[16..32]);
+    assert_eq!(mixed[2].as_slice(), &bytes[60_000..70_000]);
+    assert_eq!((counts.round_trips(), counts.ranges()), (2, 4));
+    // Past the end: the object's own error.
+    let error = object.read_range(size - 4..size + 4).unwrap_err();
+    assert_eq!(error.class(), ErrorClass::BufferOutOfBounds);
+    // A small object is held whole.
+    let small = Counting::new(LocalFile::from_bytes("small.bin", bytes[..1000].to_vec()));
+    let counts = small.counts();
+    let object = Prefetched::fetch(Arc::new(small)).unwrap();
+    assert_eq!(object.read_all().unwrap().as_slice(), &bytes[..1000]);
+    assert_eq!((counts.round_trips(), counts.ranges()), (1, 1));
+}

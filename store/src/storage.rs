@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use arrowsmith::source::{
-    ByteSource, ObjectSource, ObjectWrite, RemoteEntry, Storage, StorageOptions,
+    ByteSource, ObjectSource, ObjectWrite, RemoteEntry, RemoteOpened, Storage, StorageOptions,
 };
-use arrowsmith::Result;
+use arrowsmith::{Error, Result};
 use futures_util::StreamExt;
 use object_store::ObjectStoreExt;
 
@@ -54,6 +54,40 @@ impl Storage for ObjectStoreStorage {
             Some(Ok(_)) => Ok(RemoteEntry::Prefix),
             None => Ok(RemoteEntry::Missing),
             Some(Err(e)) => Err(remote_error(&target, "list the prefix", &e)),
+        }
+    }
+
+    /// One HEAD for an object (its size and ETag, which its reads need); when there is none,
+    /// one listing of at most one key under it as a prefix, which also tells a missing bucket.
+    fn open_entry(&self, url: &str, options: &StorageOptions) -> Result<RemoteOpened> {
+        let target = resolve(url, options)?;
+        if !target.path.as_ref().is_empty() {
+            let store = target.store.clone();
+            let path = target.path.clone();
+            match run(async move { store.head(&path).await })? {
+                Ok(meta) => {
+                    let object = RemoteFile::with_meta(target, meta.size, meta.e_tag);
+                    return Ok(RemoteOpened::Object(Arc::new(object)));
+                }
+                Err(e) if failure(&e) == Failure::NotFound && target.listable => {}
+                Err(e) => return Err(remote_error(&target, "open the object", &e)),
+            }
+        }
+        let store = target.store.clone();
+        let path = target.path.clone();
+        let first = run(async move {
+            let prefix = (!path.as_ref().is_empty()).then_some(path);
+            store.list(prefix.as_ref()).next().await
+        })?;
+        match first {
+            Some(Ok(_)) => Ok(RemoteOpened::Prefix(Arc::new(RemoteDir::new(target)))),
+            Some(Err(e)) => Err(remote_error(&target, "open the object", &e)),
+            None => Err(Error::from(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "could not open the object: there is no object at this URL, and no objects \
+                 under it as a prefix",
+            ))
+            .with_file(target.shown.as_str())),
         }
     }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrowsmith::source::{ByteSource, RemoteEntry, Storage, StorageOptions};
+use arrowsmith::source::{ByteSource, ObjectSource, RemoteEntry, Storage, StorageOptions};
 use arrowsmith::{Error, ErrorClass};
 use arrowsmith_store::ObjectStoreStorage;
 use servers::{
@@ -548,6 +548,74 @@ fn a_jay_file_read_from_s3_equals_the_local_read() {
         assert!(!local.is_empty());
         assert_eq!(remote, local, "{name}");
     }
+}
+
+#[test]
+fn opening_a_url_costs_one_head_and_the_readers_own_gets() {
+    let Some(moto) = servers::moto() else { return };
+    create_bucket(moto.port, "trips");
+    let options = s3_options(moto.port);
+    arrowsmith_store::register();
+    let storage = arrowsmith::source::registered_storage("s3://trips").unwrap();
+    let read = arrowsmith::ReadOptions {
+        storage: options.clone(),
+        ..Default::default()
+    };
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    let requests = |what: &str| moto.logged(what);
+    // Small files, each read whole by its open: named by their format, and not (known by
+    // their first bytes, which the open's one GET fetches).
+    for (fixture, key) in [
+        ("jay/all_types.jay", "all_types.jay"),
+        ("jay/all_types.jay", "all_types_jay"),
+        ("dataseries/generated/basic-all.ds", "basic-all.ds"),
+        ("dataseries/generated/basic-all.ds", "basic-all_ds"),
+    ] {
+        let url = format!("s3://trips/{key}");
+        let bytes = std::fs::read(data.join(fixture)).unwrap();
+        write_object(&*storage, &url, &options, &bytes);
+        let (head, get) = (format!("HEAD /trips/{key} "), format!("GET /trips/{key} "));
+        let before = [requests(&head), requests(&get), requests("GET /trips?")];
+        let batches: Vec<_> = arrowsmith::open(&url, &read)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(!batches.is_empty());
+        let after = [requests(&head), requests(&get), requests("GET /trips?")];
+        let made: Vec<usize> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+        assert_eq!(made, [1, 1, 0], "{key}: HEADs, GETs and listings");
+    }
+    // A prefix: a HEAD that finds no object, then one listing.
+    let dataset = data.join("filo/set.filo");
+    let keys = arrowsmith::source::LocalDir::new(&dataset)
+        .list("")
+        .unwrap();
+    for name in keys.unwrap() {
+        let bytes = std::fs::read(dataset.join(&name)).unwrap();
+        write_object(
+            &*storage,
+            &format!("s3://trips/set.filo/{name}"),
+            &options,
+            &bytes,
+        );
+    }
+    let before = [requests("HEAD /trips/set.filo "), requests("GET /trips?")];
+    let input = arrowsmith::Input::open("s3://trips/set.filo", &read).unwrap();
+    assert_eq!(input.format(), arrowsmith::Format::Filo);
+    let after = [requests("HEAD /trips/set.filo "), requests("GET /trips?")];
+    assert_eq!(after[0] - before[0], 1, "HEADs of the prefix");
+    assert_eq!(after[1] - before[1], 1, "listings");
+    // Neither an object nor a prefix: not found, naming the URL.
+    let missing = arrowsmith::Input::open("s3://trips/none", &read).unwrap_err();
+    assert_eq!(
+        missing.io_kind(),
+        Some(std::io::ErrorKind::NotFound),
+        "{missing}"
+    );
+    assert!(
+        missing.to_string().starts_with("s3://trips/none: "),
+        "{missing}"
+    );
 }
 
 #[test]
