@@ -338,14 +338,20 @@ impl ReadSpec {
     }
 }
 
-/// The input's format: as named, or recognised from the content and the name (a URL's by
-/// opening it with the storage settings of `storage`).
+/// The input's format: as named, or recognised from the content and the name. A URL whose
+/// name has no format's extension is opened with the storage settings of `storage`, without
+/// the GIL: the request may wait on the network for as long as the store retries, and a
+/// server in this process (a test's) needs the GIL to answer.
 fn input_format(path: &Path, named: Option<&str>, storage: &ReadOptions) -> PyResult<Format> {
     match named {
         Some(name) => parse_format(name),
-        None if arrowsmith::source::is_url(path) => arrowsmith::Input::open(path, storage)
-            .map(|input| input.format())
+        None if arrowsmith::source::is_url(path) => match Format::from_extension(path) {
+            Some(format) => Ok(format),
+            None => Python::attach(|py| {
+                py.detach(|| arrowsmith::Input::open(path, storage).map(|input| input.format()))
+            })
             .py_err(),
+        },
         None => Format::detect(path).py_err(),
     }
 }
