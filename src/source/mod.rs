@@ -25,7 +25,7 @@ use arrow_buffer::Buffer;
 
 use crate::error::{Error, ErrorClass, Result};
 
-pub use crate::location::{is_url, local_path, shown_url};
+pub use crate::location::{is_url, local_path, shown_url, urls_shown};
 pub use count::{Counting, CountingObjects, Counts};
 pub use local::{LocalDir, LocalFile};
 pub use storage::{
