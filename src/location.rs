@@ -43,3 +43,29 @@ pub fn shown_url(path: &Path) -> PathBuf {
     };
     PathBuf::from(format!("{scheme}://{rest}"))
 }
+
+/// `text` (a message) with every URL in it shown as [`shown_url`] shows one: a message may
+/// name a URL as the user gave it, or quote a library's message that does. A URL ends at
+/// white space or a quote, bracket or comma; a `:` after it (`…/k.jay?sig=…: no object`) stays.
+pub fn urls_shown(text: &str) -> String {
+    let is_scheme_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.');
+    let ends_url = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ')' | '<' | '>' | ',');
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let start = rest[..at]
+            .rfind(|c: char| !is_scheme_char(c))
+            .map_or(0, |i| i + 1);
+        let end = rest[at..].find(ends_url).map_or(rest.len(), |i| at + i);
+        let (url, colon) = match rest[start..end].strip_suffix(':') {
+            Some(url) => (url, ":"),
+            None => (&rest[start..end], ""),
+        };
+        shown.push_str(&rest[..start]);
+        shown.push_str(&shown_url(Path::new(url)).to_string_lossy());
+        shown.push_str(colon);
+        rest = &rest[end..];
+    }
+    shown.push_str(rest);
+    shown
+}

@@ -15,7 +15,7 @@ use arrow_array::*;
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::bcolz::{self, DatasetInfo, NullPolicy, ReaderBuilder, Writer, WriterOptions};
 use arrowsmith::source::{CountingObjects, Counts, LocalDir};
-use common::data;
+use common::{assert_fetched_within_share, data, fetch_bound, FETCH_SLACK};
 
 /// Every batch (or the error text where reading stops) of one reader.
 fn scan(reader: ReaderBuilder, path: &Path) -> Vec<Result<RecordBatch, String>> {
@@ -456,7 +456,6 @@ fn a_fragment_fetches_only_the_chunk_files_of_its_rows_and_columns() {
     let local = bcolz::open_info(&path).unwrap();
     let all: Vec<usize> = (0..local.columns.len()).collect();
     let whole = chunk_bytes(&local, &all, 0, local.nrows);
-    let slack = 64 << 10;
     let spans = bcolz::fragments(&local, 50_000).unwrap();
     assert!(spans.len() >= 4, "{} fragments", spans.len());
     let name = local.columns.iter().position(|c| c.name == "name").unwrap();
@@ -466,7 +465,7 @@ fn a_fragment_fetches_only_the_chunk_files_of_its_rows_and_columns() {
         };
         for columns in [all.clone(), vec![name], vec![0]] {
             let share = chunk_bytes(&local, &columns, start, end);
-            let bound = share + share / 4 + slack;
+            let bound = fetch_bound(share);
             assert!(
                 whole > bound,
                 "the dataset ({whole} bytes) must be larger than a fragment's bound ({bound})"
@@ -474,7 +473,7 @@ fn a_fragment_fetches_only_the_chunk_files_of_its_rows_and_columns() {
             // Opened afresh: the metadata objects count too.
             let (info, counts) = open_counted(&path);
             let opening = counts.bytes();
-            assert!(opening < slack, "opening fetched {opening} bytes");
+            assert!(opening < FETCH_SLACK, "opening fetched {opening} bytes");
             assert_eq!(
                 counts.round_trips(),
                 2,
@@ -491,11 +490,7 @@ fn a_fragment_fetches_only_the_chunk_files_of_its_rows_and_columns() {
                 fetched, share,
                 "{what}: the chunk files it overlaps, each once"
             );
-            assert!(
-                counts.bytes() <= bound,
-                "{what}: {} > {bound}",
-                counts.bytes()
-            );
+            assert_fetched_within_share(&what, counts.bytes(), share);
         }
     }
     // A one-column projection of the whole dataset fetches that column's chunk files; a
@@ -507,7 +502,7 @@ fn a_fragment_fetches_only_the_chunk_files_of_its_rows_and_columns() {
         assert_eq!(rows_of(&info, reader), 300_000);
         let column = chunk_bytes(&local, &[c], 0, local.nrows);
         assert_eq!(counts.bytes() - opening, column, "column {:?}", col.name);
-        assert!(whole > column + column / 4 + slack);
+        assert!(whole > fetch_bound(column));
     }
     let (info, counts) = open_counted(&path);
     let opening = counts.bytes();

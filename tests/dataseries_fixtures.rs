@@ -15,7 +15,7 @@ use arrowsmith::dataseries::{
 };
 use arrowsmith::source::{ByteSource, Counting, LocalFile};
 use arrowsmith::{Error, FragmentRange};
-use common::{data, ds2txt};
+use common::{assert_fetched_within_share, data, ds2txt, fetch_bound};
 use serde_json::Value;
 
 /// The shared fixtures beside the checkout (or beside the directory of its worktrees).
@@ -511,10 +511,10 @@ fn a_fragment_read_by_ranges_fetches_its_extents_and_little_else() {
                     .build_from_file(file)
                     .unwrap();
                 assert_eq!(collect(reader).num_rows() as u64, span.rows, "{at}: {name}");
-                let bound = share + share / 4 + (64 << 10);
-                assert!(
-                    counts.bytes() <= bound,
-                    "{at}: {name}: {span:?}: fetched {counts:?}, its share is {share} bytes of {size}"
+                assert_fetched_within_share(
+                    format_args!("{at}: {name}: {span:?} of {size} bytes ({counts:?})"),
+                    counts.bytes(),
+                    share,
                 );
                 // One to open, one for the extents.
                 assert!(counts.round_trips() <= 2, "{at}: {name}: {counts:?}");
@@ -534,7 +534,7 @@ fn a_fragment_read_by_ranges_fetches_its_extents_and_little_else() {
                 .build_from_file(file)
                 .unwrap();
             assert_eq!(collect(reader).num_rows(), first.rows, "{at}: {name}");
-            let bound = first.len as u64 * 5 / 4 + (64 << 10) + headers.len() as u64 * 288;
+            let bound = fetch_bound(first.len as u64) + headers.len() as u64 * 288;
             assert!(
                 counts.bytes() <= bound,
                 "{at}: {name}: limit fetched {counts:?}"

@@ -16,7 +16,7 @@ use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::filo::{self, FiloType, Hint, ReaderBuilder, Writer, WriterOptions};
 use arrowsmith::source::{CountingObjects, Counts, LocalDir};
 use arrowsmith::{ErrorClass, Format, ReadOptions};
-use common::copy_dir;
+use common::{assert_fetched_within_share, copy_dir, fetch_bound};
 
 fn set() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/filo/set.filo")
@@ -538,7 +538,6 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
     let schema_bytes = std::fs::metadata(path.join("schema.json")).unwrap().len();
     let all = [0usize, 1, 2, 3];
     let whole = file_bytes(&path, 0..24, &all);
-    let slack = 64 << 10;
     let local = Arc::new(filo::SetInfo::open(&path).unwrap());
     let spans = filo::fragments(&local, 2000).unwrap();
     assert_eq!(spans.len(), 12);
@@ -549,7 +548,7 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
         let chunks = start as usize..end as usize;
         for columns in [all.to_vec(), vec![1], vec![2, 0]] {
             let share = file_bytes(&path, chunks.clone(), &columns);
-            let bound = share + share / 4 + slack;
+            let bound = fetch_bound(share);
             assert!(
                 whole > bound,
                 "the set ({whole}) is larger than the bound ({bound})"
@@ -567,7 +566,7 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
             assert_eq!(rows as u64, span.rows);
             let what = format!("chunks {chunks:?}, columns {columns:?}");
             assert_eq!(counts.bytes(), schema_bytes + share, "{what}");
-            assert!(counts.bytes() <= bound, "{what}");
+            assert_fetched_within_share(&what, counts.bytes(), share);
             // One request for schema.json, then one per chunk.
             assert_eq!(counts.round_trips(), 1 + chunks.len() as u64, "{what}");
         }
@@ -583,7 +582,7 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
         assert_eq!(rows, 24_000);
         let column = file_bytes(&path, 0..24, &[c]);
         assert_eq!(counts.bytes(), schema_bytes + column, "column {c}");
-        assert!(whole > column + column / 4 + slack, "column {c}");
+        assert!(whole > fetch_bound(column), "column {c}");
     }
 }
 

@@ -19,7 +19,7 @@ use arrowsmith::scan::FragmentSpan;
 use arrowsmith::source::{ByteSource, Counting, Counts, LocalFile};
 use arrowsmith::vs::{self, AppDataMode, Compression, ReaderBuilder, VsFile, WriterOptions};
 use arrowsmith::Error;
-use common::data;
+use common::{assert_fetched_within_share, data};
 use serde_json::Value;
 
 fn manifest() -> serde_json::Map<String, Value> {
@@ -389,12 +389,10 @@ fn check_fragments_fetch_their_share(path: &Path, spans: &[FragmentSpan], mapped
         let builder = || ReaderBuilder::new().with_range(span.range);
         let rows = read_file(&file, builder()).unwrap();
         assert_eq!(rows, read_file(mapped, builder()).unwrap(), "{span:?}");
-        let bound = span.bytes + span.bytes / 4 + (64 << 10);
-        assert!(
-            counts.bytes() <= bound,
-            "{span:?}: {} bytes in {} round trips, more than {bound}",
+        assert_fetched_within_share(
+            format_args!("{span:?} in {} round trips", counts.round_trips()),
             counts.bytes(),
-            counts.round_trips()
+            span.bytes,
         );
         eprintln!(
             "fragment of {} rows, {} bytes: {} bytes fetched in {} round trips (open included)",

@@ -26,6 +26,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use arrowsmith::options::SettingKind;
+use arrowsmith::source::urls_shown;
 use arrowsmith::{Error, ErrorClass, Format, DEFAULT_BATCH_SIZE};
 use clap::{Args, Parser, Subcommand};
 
@@ -381,38 +382,9 @@ pub(crate) fn print_err(line: &str) {
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
         .collect();
-    let line = without_credentials(&line);
+    let line = urls_shown(&line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
-}
-
-/// `text` with every URL in it shown without its credentials: the user and password before
-/// `@`, and the query (where a SAS token or a signature sits). A message names its URL as
-/// given, and the given URL may hold them.
-fn without_credentials(text: &str) -> String {
-    let mut shown = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        let (before, url) = rest.split_at(at + 3);
-        shown.push_str(before);
-        let end = url.find(char::is_whitespace).unwrap_or(url.len());
-        let (span, after) = url.split_at(end);
-        // A message goes on after its file's `: `.
-        let (span, colon) = match span.strip_suffix(':') {
-            Some(span) => (span, ":"),
-            None => (span, ""),
-        };
-        let authority_end = span.find('/').unwrap_or(span.len());
-        let span = match span[..authority_end].rfind('@') {
-            Some(user_end) => &span[user_end + 1..],
-            None => span,
-        };
-        shown.push_str(span.split_once('?').map_or(span, |(path, _)| path));
-        shown.push_str(colon);
-        rest = after;
-    }
-    shown.push_str(rest);
-    shown
 }
 
 /// The input's format: as named, or recognised by content then extension. `None` for a URL
@@ -547,25 +519,5 @@ fn run(cli: Cli) -> CliResult {
         Command::Fragments(args) => fragments::run(args),
         Command::Formats => formats::run(),
         Command::Sql(args) => sql::run(args),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_credentials;
-
-    #[test]
-    fn printed_urls_lose_their_credentials() {
-        assert_eq!(
-            without_credentials(
-                "error: http://u:pw@host:80/b/k.jay: no object [io]; az://c/k?sig=s3cr3t: x"
-            ),
-            "error: http://host:80/b/k.jay: no object [io]; az://c/k: x"
-        );
-        assert_eq!(
-            without_credentials("wrote 1 row to s3://b/a@b.jay (1 B)"),
-            "wrote 1 row to s3://b/a@b.jay (1 B)"
-        );
-        assert_eq!(without_credentials("no URL: a:b@c"), "no URL: a:b@c");
     }
 }

@@ -36,7 +36,7 @@ use crate::options::ArrowsmithOptions;
 use crate::sink::ArrowsmithSink;
 use crate::source::{core_error, fragment_groups, object_location, object_stamp, ArrowsmithSource};
 use crate::statistics::file_statistics;
-use crate::stores::{session_storage, store_url};
+use crate::stores::{store_url, SessionStorage};
 
 /// Makes [`ArrowsmithFormat`]s of one arrowsmith format, registered under one name.
 #[derive(Debug, Clone)]
@@ -79,11 +79,7 @@ impl FileFormatFactory for ArrowsmithFormatFactory {
         format_options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
         let mut options = ArrowsmithOptions::from_map(format_options, self.format)?;
-        if options.storage.is_empty() {
-            if let Some(storage) = session_storage(state) {
-                options.storage = storage;
-            }
-        }
+        options.session_storage = SessionStorage::of(state);
         Ok(Arc::new(ArrowsmithFormat::new(self.format, options)))
     }
 

@@ -105,7 +105,7 @@ pub(crate) fn open(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(path.to_path_buf());
-    Input::open(path, &options.read_options(format, &Scan::default()))
+    Input::open(path, &options.read_options(path, format, &Scan::default()))
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ use arrowsmith::{
 };
 use datafusion::error::{DataFusionError, Result};
 
+use crate::stores::SessionStorage;
+
 /// Format options of one table or one `COPY`, parsed from `'format.*'` keys: the core's own
 /// option values, at their defaults unless a key set them.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +44,12 @@ pub struct ArrowsmithOptions {
     /// Remote storage: object_store's keys (`aws_access_key_id`, …), from the `'aws.*'`,
     /// `'gcp.*'` and `'azure.*'` keys. `Debug` shows the keys, never the values.
     pub storage: StorageOptions,
+    /// The storage settings the session's stores were registered with
+    /// ([`register_object_store`](crate::register_object_store)), by store URL: an object is
+    /// read or written with its store's when `storage` is empty. The session's format factory
+    /// sets them.
+    #[doc(hidden)]
+    pub session_storage: SessionStorage,
 }
 
 /// The core settings a statement gives otherwise than by a `'format.*'` key.
@@ -163,7 +171,17 @@ impl ArrowsmithOptions {
         set
     }
 
-    pub(crate) fn read_options(&self, format: Format, scan: &Scan) -> ReadOptions {
+    /// The storage settings `path` is read or written with: the table's own, or else those
+    /// its store was registered with.
+    fn storage_for(&self, path: &Path) -> StorageOptions {
+        match self.session_storage.for_path(path) {
+            Some(registered) if self.storage.is_empty() => registered.clone(),
+            _ => self.storage.clone(),
+        }
+    }
+
+    /// The core's read options of `path` as `format` with `scan`.
+    pub(crate) fn read_options(&self, path: &Path, format: Format, scan: &Scan) -> ReadOptions {
         ReadOptions {
             format: Some(format),
             scan: ScanOptions {
@@ -173,7 +191,7 @@ impl ArrowsmithOptions {
                 ..Default::default()
             },
             format_options: self.read.clone(),
-            storage: self.storage.clone(),
+            storage: self.storage_for(path),
         }
     }
 
@@ -187,7 +205,7 @@ impl ArrowsmithOptions {
     ) -> arrowsmith::Result<Box<dyn BatchWriter + Send>> {
         let write = WriteOptions {
             format: Some(format),
-            storage: self.storage.clone(),
+            storage: self.storage_for(path),
             ..self.write.clone()
         };
         arrowsmith::create(path, schema, &write)

@@ -305,7 +305,7 @@ impl FileOpener for ArrowsmithOpener {
             scan.projection = (!self.file_schema.fields().is_empty()).then(|| vec![0]);
         }
         let piece = file.extension::<FragmentOf>().cloned();
-        let scan = options.read_options(format, &scan).scan;
+        let scan = options.read_options(&location, format, &scan).scan;
         Ok(async move {
             let opened = location.clone();
             let reader = tokio::task::spawn_blocking(move || match &piece {

@@ -103,15 +103,8 @@ def open(
     (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``); see docs/object-storage.md. No message, repr or
     fragment shows their values.
     """
-    return _native.open(
-        source,
-        format=format,
-        columns=columns,
-        limit=limit,
-        batch_size=batch_size,
-        storage_options=storage_options,
-        **options,
-    )
+    args = _read_args(format, columns, limit, batch_size, storage_options, options)
+    return _native.open(source, **args)
 
 
 def read(
@@ -131,29 +124,14 @@ def read(
     installed. A damaged file raises :class:`DataError` here, with the command line's message.
     """
     pa = _import("pyarrow", "read() returns a pyarrow.Table")
+    args = _read_args(format, columns, limit, batch_size, storage_options, options)
     if progress:
-        ds = Dataset(
-            source,
-            format=format,
-            columns=columns,
-            limit=limit,
-            batch_size=batch_size,
-            storage_options=storage_options,
-            **options,
-        )
+        ds = Dataset(source, **args)
         bar = _progress_bar(ds._known_rows(), "reading " + ds.source)
         reader = ds.open()
     else:
         bar = None
-        reader = open(
-            source,
-            format=format,
-            columns=columns,
-            limit=limit,
-            batch_size=batch_size,
-            storage_options=storage_options,
-            **options,
-        )
+        reader = _native.open(source, **args)
     try:
         loaded = reader.read_all(progress=bar.update if bar is not None else None)
     finally:
@@ -177,17 +155,10 @@ def scan(
     The selected columns, the row limit of a ``head`` and the batch size go into the reader;
     a filter is applied to every batch as it is read. Takes the arguments of :func:`open`.
     """
-    from arrowsmith._polars import scan as _scan
+    from arrowsmith._polars import scan_dataset
 
-    return _scan(
-        source,
-        format=format,
-        columns=columns,
-        limit=limit,
-        batch_size=batch_size,
-        storage_options=storage_options,
-        **options,
-    )
+    args = _read_args(format, columns, limit, batch_size, storage_options, options)
+    return scan_dataset(Dataset(source, **args), batch_size)
 
 
 def dataset(
@@ -206,15 +177,8 @@ def dataset(
     then run). It has ``schema``, ``head(n)``, ``count_rows()`` and ``open()``. Takes the
     arguments of :func:`open`; the source and the options are checked here.
     """
-    return Dataset(
-        source,
-        format=format,
-        columns=columns,
-        limit=limit,
-        batch_size=batch_size,
-        storage_options=storage_options,
-        **options,
-    )
+    args = _read_args(format, columns, limit, batch_size, storage_options, options)
+    return Dataset(source, **args)
 
 
 def write(
@@ -341,6 +305,26 @@ def open_fragment(
         batch_size=batch_size,
         storage_options=storage_options,
     )
+
+
+def _read_args(
+    format: str | None,
+    columns: Columns,
+    limit: int | None,
+    batch_size: int | None,
+    storage_options: StorageOptions,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The keyword arguments of a read (:func:`open`'s), as the native ``open`` and
+    :class:`Dataset` take them."""
+    return {
+        "format": format,
+        "columns": columns,
+        "limit": limit,
+        "batch_size": batch_size,
+        "storage_options": storage_options,
+        **options,
+    }
 
 
 def _import(module: str, purpose: str) -> Any:

@@ -8,38 +8,20 @@ into Polars through the PyCapsule interface: pyarrow is not needed.
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, Union
-
-from arrowsmith._arrowsmith import Dataset
+from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     import polars as pl
 
+    from arrowsmith._arrowsmith import Dataset
 
-def scan(
-    source: Union[str, "os.PathLike[str]"],
-    *,
-    format: str | None = None,
-    columns: Sequence[str] | Sequence[int] | None = None,
-    limit: int | None = None,
-    batch_size: int | None = None,
-    storage_options: dict[str, Any] | None = None,
-    **options: Any,
-) -> pl.LazyFrame:
+
+def scan_dataset(ds: Dataset, batch_size: int | None) -> pl.LazyFrame:
+    """A ``LazyFrame`` over ``ds``: every collect() opens a fresh reader of it. ``batch_size``
+    is the one ``scan`` was given; without it, Polars' hint is taken."""
     import polars as pl
     from polars.io.plugins import register_io_source
 
-    # Checks the source and the options now; every collect() opens a fresh reader from it.
-    ds = Dataset(
-        source,
-        format=format,
-        columns=columns,
-        limit=limit,
-        batch_size=batch_size,
-        storage_options=storage_options,
-        **options,
-    )
     schema = pl.DataFrame(ds.open(limit=0)).schema
     names = list(schema)
 

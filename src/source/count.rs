@@ -127,34 +127,6 @@ impl<S: ObjectSource> CountingObjects<S> {
     }
 }
 
-/// An object opened through a [`CountingObjects`], counted into its counts.
-#[derive(Debug)]
-struct CountedObject {
-    inner: Arc<dyn ByteSource>,
-    counts: Arc<Counts>,
-}
-
-impl ByteSource for CountedObject {
-    fn location(&self) -> &str {
-        self.inner.location()
-    }
-
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-
-    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
-        self.counts.trip();
-        let buffers = self.inner.read_ranges(ranges)?;
-        self.counts.served(&buffers);
-        Ok(buffers)
-    }
-
-    fn version(&self) -> Option<&str> {
-        self.inner.version()
-    }
-}
-
 impl<S: ObjectSource> ObjectSource for CountingObjects<S> {
     fn location(&self) -> &str {
         self.inner.location()
@@ -162,11 +134,8 @@ impl<S: ObjectSource> ObjectSource for CountingObjects<S> {
 
     fn open(&self, key: &str) -> Result<Option<Arc<dyn ByteSource>>> {
         self.counts.trip();
-        Ok(self.inner.open(key)?.map(|inner| {
-            Arc::new(CountedObject {
-                inner,
-                counts: Arc::clone(&self.counts),
-            }) as Arc<dyn ByteSource>
+        Ok(self.inner.open(key)?.map(|object| {
+            Arc::new(Counting::with_counts(object, Arc::clone(&self.counts))) as Arc<dyn ByteSource>
         }))
     }
 

@@ -26,7 +26,7 @@ use arrow_buffer::Buffer;
 
 use crate::error::{Error, ErrorClass, Result};
 
-pub use crate::location::{is_url, local_path, shown_url};
+pub use crate::location::{is_url, local_path, shown_url, urls_shown};
 pub use count::{Counting, CountingObjects, Counts};
 pub use local::{LocalDir, LocalFile};
 pub(crate) use prefetch::Prefetched;
@@ -81,6 +81,42 @@ pub trait ByteSource: Send + Sync + fmt::Debug {
     /// Reads all of it.
     fn read_all(&self) -> Result<Buffer> {
         self.read_range(0..self.size())
+    }
+}
+
+/// A shared source reads as the source it shares, so an opened object
+/// (`Arc<dyn ByteSource>`) can be wrapped as any other source is (in a [`Counting`]).
+impl<S: ByteSource + ?Sized> ByteSource for Arc<S> {
+    fn location(&self) -> &str {
+        (**self).location()
+    }
+
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+        (**self).read_ranges(ranges)
+    }
+
+    fn version(&self) -> Option<&str> {
+        (**self).version()
+    }
+
+    fn is_local(&self) -> bool {
+        (**self).is_local()
+    }
+
+    fn as_local(&self) -> Option<&LocalFile> {
+        (**self).as_local()
+    }
+
+    fn read_range(&self, range: Range<u64>) -> Result<Buffer> {
+        (**self).read_range(range)
+    }
+
+    fn read_all(&self) -> Result<Buffer> {
+        (**self).read_all()
     }
 }
 

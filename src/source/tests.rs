@@ -165,3 +165,23 @@ fn a_prefetched_object_serves_its_head_and_tail_and_fetches_the_rest_in_one_call
     assert_eq!(object.read_all().unwrap().as_slice(), &bytes[..1000]);
     assert_eq!((counts.round_trips(), counts.ranges()), (1, 1));
 }
+
+#[test]
+fn the_urls_in_a_message_are_shown_without_their_credentials() {
+    assert_eq!(
+        urls_shown("error: http://u:pw@host:80/b/k.jay: no object [io]; az://c/k?sig=s3cr3t: x"),
+        "error: http://host:80/b/k.jay: no object [io]; az://c/k: x"
+    );
+    assert_eq!(
+        urls_shown("request for url (https://t@acct.blob.core.windows.net/c/k?sv=1&sig=S) failed"),
+        "request for url (https://acct.blob.core.windows.net/c/k) failed"
+    );
+    let unchanged = [
+        "wrote 1 row to s3://b/a@b.jay (1 B)",
+        "abfss://container@account.dfs.core.windows.net/t.jay",
+        "no URL: a:b@c",
+    ];
+    for text in unchanged {
+        assert_eq!(urls_shown(text), text);
+    }
+}

@@ -54,3 +54,25 @@ pub fn ds_metadata(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .map(|(k, v)| (format!("dataseries.{k}"), v.to_string()))
         .collect()
 }
+
+/// What a ranged read may fetch besides its share of a file or dataset: an open's header,
+/// tail or metadata objects.
+pub const FETCH_SLACK: u64 = 64 << 10;
+
+/// The most a ranged read of a fragment whose share of the bytes is `share` may fetch,
+/// open included: 1.25 × its share + 64 KiB ([`FETCH_SLACK`]).
+pub fn fetch_bound(share: u64) -> u64 {
+    share + share / 4 + FETCH_SLACK
+}
+
+/// Asserts that a ranged read (`what`) that fetched `fetched` bytes for a share of `share`
+/// stayed within [`fetch_bound`].
+#[track_caller]
+pub fn assert_fetched_within_share(what: impl std::fmt::Display, fetched: u64, share: u64) {
+    let bound = fetch_bound(share);
+    assert!(
+        fetched <= bound,
+        "{what}: fetched {fetched} bytes, more than {bound} (1.25 × its share of {share} bytes \
+         + 64 KiB)"
+    );
+}
