@@ -9,12 +9,13 @@ Parquet -> a directory of Jay files), at the largest --cores.
     target/venv/bin/python benches/ray_scaling.py --cores 1,2,4,8 --jobs   # a bigger machine
 
 The inputs are written once into --dir (default target/bench-ray/) and reused: the DataSeries
-files, and their rows as Parquet with pyarrow's defaults, one file per arrowsmith fragment (Ray
-packs small Parquet files into its read tasks; the run prints how many tasks each reader ran). Each worker decodes on
---worker-threads threads (default 1, as Ray's Parquet read tasks do). Each timing is the best
-(and median) of --repeat runs, the two readers taking turns, after a warm-up job that starts
-the cluster's workers. Prints a Markdown table (docs/performance.md, "Ray Data") with
-arrowsmith ÷ Ray's Parquet reader at each --cores (goal <= 1.0). Needs ray[data] and pyarrow.
+files, and their rows as Parquet with pyarrow's defaults, one file per arrowsmith fragment. Both
+readers pack small pieces into read tasks of up to Ray's block size; the run prints how many
+tasks each ran. Each worker decodes on --worker-threads threads (default 1, as Ray's Parquet
+read tasks do). Each timing is the best (and median) of --repeat runs, the two readers taking
+turns, after a warm-up job that starts the cluster's workers. Prints a Markdown table
+(docs/performance.md, "Ray Data") with arrowsmith ÷ Ray's Parquet reader at each --cores
+(goal <= 1.0). Needs ray[data] and pyarrow.
 """
 import argparse
 import os
@@ -74,7 +75,7 @@ def parquet_copy(directory, inputs, names, target_rows):
 
 
 def read_tasks(dataset):
-    """The tasks of the dataset's read operator, from Ray's stats ("… ReadX: N tasks executed")."""
+    """The tasks of the dataset's read operator, from Ray's stats ("ReadX: N tasks executed")."""
     found = re.findall(r"Read\w*: (\d+) tasks? executed", dataset.stats())
     return int(found[-1]) if found else None
 
