@@ -76,7 +76,7 @@ def parquet_copy(directory, inputs, names, target_rows):
 
 def read_tasks(dataset):
     """The tasks of the dataset's read operator, from Ray's stats ("ReadX: N tasks executed")."""
-    found = re.findall(r"Read\w*: (\d+) tasks? executed", dataset.stats())
+    found = re.findall(r"Read\w*(?:->\S+)?: (\d+) tasks? executed", dataset.stats())
     return int(found[-1]) if found else None
 
 

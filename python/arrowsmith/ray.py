@@ -76,7 +76,11 @@ def read(
         storage_options=storage_options,
         **options,
     )
-    source.pack_tasks = override_num_blocks is None
+    if override_num_blocks is None:
+        # Asked for by count: left to choose, Ray would ask for its default of 200 reads and
+        # split each task's output into that many blocks' worth of slices.
+        override_num_blocks = source.packed_task_count()
+    source.pack_tasks = False
     return ray.data.read_datasource(
         source, override_num_blocks=override_num_blocks, ray_remote_args=ray_remote_args
     )
@@ -175,6 +179,13 @@ class ArrowsmithDatasource(Datasource):
     def estimate_inmemory_data_size(self) -> int | None:
         width = _inputs.row_width(self._schema())
         return sum(_inputs.estimated_bytes(f, width) for f in self._plan.fragments)
+
+    def packed_task_count(self, data_context: DataContext | None = None) -> int:
+        """How many read tasks ``pack_tasks`` makes: runs of up to Ray's target block size,
+        at least one per CPU of the cluster, at most one per fragment."""
+        width = _inputs.row_width(self._schema())
+        fragments = self._plan.fragments
+        return min(_packed_task_count(fragments, width, -1, data_context), max(1, len(fragments)))
 
     def get_read_tasks(
         self,

@@ -140,6 +140,10 @@ def test_small_fragments_are_packed_into_a_task_per_cpu_and_large_ones_are_not(i
     context = copy.copy(DataContext.get_current())
     context.target_max_block_size = 1024
     assert len(source.get_read_tasks(parallelism=1000, data_context=context)) == len(fragments)
+    # A read packs them so, and Ray runs that many tasks without splitting their blocks.
+    dataset = arrowsmith.ray.read(inputs["dataseries"], target_rows=1000, utf8=True).materialize()
+    assert re.findall(r"ReadArrowsmith: (\d+) tasks? executed", dataset.stats()) == ["2"]
+    assert dataset.count() == sum(f.rows for f in fragments)
     # The number asked for (override_num_blocks) wins.
     dataset = arrowsmith.ray.read(inputs["dataseries"], target_rows=1000, utf8=True,
                                   override_num_blocks=len(fragments)).materialize()
