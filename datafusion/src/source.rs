@@ -15,6 +15,11 @@
 //! feeding a channel of [`READ_AHEAD`] batches that the stream polls. Dropping the stream (a
 //! satisfied `LIMIT`, a cancelled query) closes the channel, and the reader stops at its next
 //! batch.
+//!
+//! The core readers decode on the rayon pool. With a pool of one thread (`RAYON_NUM_THREADS=1`),
+//! every partition's reader would queue behind that one thread, and a scan would not go faster
+//! with more partitions; there, each entry's reader runs on a one-thread pool of its own (see
+//! [`ReaderPool`]): one decode thread per reader, as one process per reader would have.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -308,55 +313,73 @@ impl FileOpener for ArrowsmithOpener {
         let scan = options.read_options(&location, format, &scan).scan;
         Ok(async move {
             let opened = location.clone();
-            let reader = tokio::task::spawn_blocking(move || match &piece {
-                Some(piece) => piece.input.fragment_reader(&piece.fragment, &scan),
-                None => inputs::open(&opened, format, &options)?.reader(&scan),
+            let (reader, pool) = tokio::task::spawn_blocking(move || {
+                let pool = ReaderPool::for_scan()?;
+                let reader = pool.run(|| match &piece {
+                    Some(piece) => piece.input.fragment_reader(&piece.fragment, &scan),
+                    None => inputs::open(&opened, format, &options)?.reader(&scan),
+                })?;
+                Ok((reader, pool))
             })
             .await
             .map_err(|e| DataFusionError::ExecutionJoin(Box::new(e)))?
             .map_err(core_error)?;
-            Ok(read_ahead(reader, rows_only, location))
+            Ok(read_ahead(reader, pool, rows_only, location))
         }
         .boxed())
     }
 }
 
-/// The batches of `reader`, decoded on tokio's blocking pool [`READ_AHEAD`] batches ahead of
-/// the stream; the reader stops when the stream is dropped. With `rows_only`, each batch is
-/// its row count alone. `location` names the file in the tests' record of what each reader
-/// decoded.
+/// Where a scan entry's reader is opened and read: on the caller's thread, the reader handing
+/// its decoding to the process's rayon pool; or, when that pool has a single thread, on a
+/// one-thread pool of the entry's own, so that two partitions decode on two threads.
+enum ReaderPool {
+    Shared,
+    Own(rayon::ThreadPool),
+}
+
+impl ReaderPool {
+    /// The pool for a new scan entry (blocks: may start a thread).
+    fn for_scan() -> arrowsmith::Result<ReaderPool> {
+        if rayon::current_num_threads() > 1 {
+            return Ok(ReaderPool::Shared);
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "arrowsmith-scan".to_owned())
+            .build()
+            .map(ReaderPool::Own)
+            .map_err(|e| {
+                arrowsmith::Error::new(
+                    arrowsmith::ErrorClass::Io,
+                    format!("cannot start a reader's decode thread: {e}"),
+                )
+            })
+    }
+
+    /// Runs `work` (opening or reading a core reader) where the reader's decoding goes: on the
+    /// entry's own pool, whose thread its rayon jobs then use, or right here.
+    fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        match self {
+            ReaderPool::Shared => work(),
+            ReaderPool::Own(pool) => pool.install(work),
+        }
+    }
+}
+
+/// The batches of `reader`, decoded on tokio's blocking pool (through `pool`)
+/// [`READ_AHEAD`] batches ahead of the stream; the reader stops when the stream is dropped.
+/// With `rows_only`, each batch is its row count alone. `location` names the file in the
+/// tests' record of what each reader decoded.
 fn read_ahead(
     reader: Box<dyn arrow::array::RecordBatchReader + Send>,
+    pool: ReaderPool,
     rows_only: bool,
     location: PathBuf,
 ) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(READ_AHEAD);
     let producer = tokio::task::spawn_blocking(move || {
-        let empty = Arc::new(Schema::empty());
-        #[cfg(test)]
-        let mut sent = tests::Produced::start(location);
-        #[cfg(not(test))]
-        let _ = location;
-        for batch in reader {
-            let batch = batch.map_err(DataFusionError::from).and_then(|batch| {
-                if !rows_only {
-                    return Ok(batch);
-                }
-                let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-                Ok(RecordBatch::try_new_with_options(
-                    Arc::clone(&empty),
-                    vec![],
-                    &options,
-                )?)
-            });
-            let failed = batch.is_err();
-            // The stream was dropped: nobody reads on, so neither does the reader.
-            if sender.blocking_send(batch).is_err() || failed {
-                return;
-            }
-            #[cfg(test)]
-            sent.batch();
-        }
+        pool.run(move || send_all(reader, &sender, rows_only, location))
     });
     // The channel ends when the reader does; a reader that panicked ends it too, and its
     // join error is the stream's last item, so a scan never ends short without an error.
@@ -374,6 +397,41 @@ fn read_ahead(
         }
     })
     .boxed()
+}
+
+/// Sends each batch of `reader` into `sender` (its row count alone with `rows_only`), until the
+/// reader ends or fails, or the stream is dropped.
+fn send_all(
+    reader: Box<dyn arrow::array::RecordBatchReader + Send>,
+    sender: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    rows_only: bool,
+    location: PathBuf,
+) {
+    let empty = Arc::new(Schema::empty());
+    #[cfg(test)]
+    let mut sent = tests::Produced::start(location);
+    #[cfg(not(test))]
+    let _ = location;
+    for batch in reader {
+        let batch = batch.map_err(DataFusionError::from).and_then(|batch| {
+            if !rows_only {
+                return Ok(batch);
+            }
+            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            Ok(RecordBatch::try_new_with_options(
+                Arc::clone(&empty),
+                vec![],
+                &options,
+            )?)
+        });
+        let failed = batch.is_err();
+        // The stream was dropped: nobody reads on, so neither does the reader.
+        if sender.blocking_send(batch).is_err() || failed {
+            return;
+        }
+        #[cfg(test)]
+        sent.batch();
+    }
 }
 
 /// An arrowsmith error as a DataFusion error that displays it whole (file, offset, what was

@@ -6,8 +6,9 @@ written as a directory of legacy files.
     >>> ds.write_parquet("traces-parquet/")
     >>> arrowsmith.ray.write(ray.data.read_parquet("trades/"), "trades-jay/", format="jay")
 
-A read task is one fragment (or a run of them, when Ray asks for fewer tasks than there are
-fragments) and opens only its piece of its file on whichever worker runs it: the driver reads
+A read task is a run of consecutive fragments of about Ray's target block size (or as many runs
+as ``override_num_blocks`` asks for) and opens only its pieces of its files on whichever worker
+runs it: the driver reads
 structure only, to list the fragments, and gives Ray their row counts, sizes and schema so that
 it plans without reading rows. A write task writes one file, ``part-00000.<ext>``, …, whole or
 not at all. Needs ``ray[data]`` (``pip install arrowsmith[ray]``); ``import arrowsmith`` does
@@ -53,10 +54,14 @@ def read(
     ``paths``: a file, a bcolz/Filo directory, a directory of those (the entries whose format is
     recognised, all of one format), or a list of any of these; all must have the same columns.
     ``format``, ``columns`` and ``**options`` are :func:`arrowsmith.open`'s (``type=…``,
-    ``utf8=True``, …). ``target_rows`` sizes the fragments (default 1,048,576 rows), and so the
-    read tasks; ``batch_size`` the batches each task decodes at a time. ``override_num_blocks``
-    and ``ray_remote_args`` go to ``ray.data.read_datasource``. Ray may narrow the columns
-    further (``ds.select_columns``); only those are decoded.
+    ``utf8=True``, …). ``target_rows`` sizes the fragments (default 1,048,576 rows); a read task
+    reads a run of consecutive fragments of up to Ray's target block size decoded
+    (``DataContext.target_max_block_size``, 128 MiB), as Ray's Parquet reader packs files, and
+    there are at least as many tasks as the cluster has CPUs (while there are fragments);
+    ``override_num_blocks=N`` makes N tasks instead (one per fragment when N is larger).
+    ``batch_size`` sizes the batches each task decodes at a time. ``override_num_blocks`` and
+    ``ray_remote_args`` go to ``ray.data.read_datasource``. Ray may narrow the columns further
+    (``ds.select_columns``); only those are decoded.
 
     A path may be a URL (``s3://bucket/frame.jay``): the driver lists its fragments and each
     read task opens its own by URL, with ``storage_options`` (:func:`arrowsmith.open`'s), which
@@ -71,6 +76,11 @@ def read(
         storage_options=storage_options,
         **options,
     )
+    if override_num_blocks is None:
+        # Asked for by count: left to choose, Ray would ask for its default of 200 reads and
+        # split each task's output into that many blocks' worth of slices.
+        override_num_blocks = source.packed_task_count()
+    source.pack_tasks = False
     return ray.data.read_datasource(
         source, override_num_blocks=override_num_blocks, ray_remote_args=ray_remote_args
     )
@@ -111,7 +121,16 @@ def write(
 
 
 class ArrowsmithDatasource(Datasource):
-    """The ``ray.data.Datasource`` of :func:`read`: one read task per fragment."""
+    """The ``ray.data.Datasource`` of :func:`read`: read tasks of runs of consecutive fragments.
+
+    ``pack_tasks`` (default True): each task reads up to Ray's target block size of fragments,
+    with at least as many tasks as the cluster has CPUs and no more than Ray's parallelism; a
+    task costs a scheduling round, its own blocks and an open of its files, which small
+    fragments do not repay. False: ``get_read_tasks(parallelism)`` makes ``parallelism`` runs,
+    one per fragment when there are no more fragments than that.
+    """
+
+    pack_tasks = True
 
     def __init__(
         self,
@@ -161,6 +180,13 @@ class ArrowsmithDatasource(Datasource):
         width = _inputs.row_width(self._schema())
         return sum(_inputs.estimated_bytes(f, width) for f in self._plan.fragments)
 
+    def packed_task_count(self, data_context: DataContext | None = None) -> int:
+        """How many read tasks ``pack_tasks`` makes: runs of up to Ray's target block size,
+        at least one per CPU of the cluster, at most one per fragment."""
+        width = _inputs.row_width(self._schema())
+        fragments = self._plan.fragments
+        return min(_packed_task_count(fragments, width, -1, data_context), max(1, len(fragments)))
+
     def get_read_tasks(
         self,
         parallelism: int,
@@ -170,8 +196,11 @@ class ArrowsmithDatasource(Datasource):
         schema = self._schema()
         columns = self._columns()
         width = _inputs.row_width(schema)
+        fragments = self._plan.fragments
+        if self.pack_tasks:
+            parallelism = _packed_task_count(fragments, width, parallelism, data_context)
         tasks = []
-        for group in _runs(self._plan.fragments, parallelism):
+        for group in _runs(fragments, parallelism):
             # Exact when every fragment counts its rows (all formats but CSV, NDJSON and a
             # bare Filo vector, which Ray then counts as it reads).
             rows = sum(f.rows for f in group) if all(f.rows_exact for f in group) else None
@@ -188,6 +217,26 @@ class ArrowsmithDatasource(Datasource):
                 ReadTask(read_fn, metadata, schema=schema, per_task_row_limit=per_task_row_limit)
             )
         return tasks
+
+
+def _packed_task_count(
+    fragments: list[arrowsmith.Fragment],
+    row_width: int,
+    parallelism: int,
+    data_context: DataContext | None,
+) -> int:
+    """Tasks of about Ray's target block size decoded, as Ray's Parquet reader packs its files
+    (into tasks of up to 128 MiB); at least one per CPU of the cluster, so every worker reads;
+    at most what Ray asked for."""
+    from ray.data.context import DataContext
+
+    context = data_context or DataContext.get_current()
+    block = context.target_max_block_size or 128 * 1024 * 1024
+    total = sum(_inputs.estimated_bytes(f, row_width) for f in fragments)
+    by_size = -(-total // block)
+    cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else os.cpu_count()
+    count = max(by_size, cpus or 1, 1)
+    return min(count, parallelism) if parallelism > 0 else count
 
 
 def _runs(fragments: list[arrowsmith.Fragment], parallelism: int) -> list[list[arrowsmith.Fragment]]:

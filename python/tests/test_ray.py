@@ -2,6 +2,7 @@
 single-process `arrowsmith.read` of the same files gives, a Ray write reads back the same and
 each part opens in the reference tool, and a damaged file fails the job with arrowsmith's
 message. One cluster for the module: starting Ray costs seconds."""
+import copy
 import os
 import re
 import shutil
@@ -104,6 +105,7 @@ def test_directory_reads_as_one_process_reads_its_files(inputs, name, files, opt
 def test_read_tasks_carry_the_fragments_metadata(inputs):
     source = arrowsmith.ray.ArrowsmithDatasource(inputs["dataseries"], target_rows=1000,
                                                  columns=["id", "s"], utf8=True)
+    source.pack_tasks = False  # as read(override_num_blocks=...) asks
     tasks = source.get_read_tasks(parallelism=1000)
     fragments = [f for n in ("t0.ds", "t1.ds", "t2.ds")
                  for f in arrowsmith.fragments(inputs["dataseries"] / n, target_rows=1000, utf8=True)]
@@ -120,6 +122,33 @@ def test_read_tasks_carry_the_fragments_metadata(inputs):
     projected = source.apply_projection({"s": "s"}).get_read_tasks(parallelism=1000)
     assert projected[0].schema == pa.schema([("s", pa.string())])
     assert projected[0].read_fn.args[1] == ["s"]
+
+
+def test_small_fragments_are_packed_into_a_task_per_cpu_and_large_ones_are_not(inputs):
+    from ray.data.context import DataContext
+
+    source = arrowsmith.ray.ArrowsmithDatasource(inputs["dataseries"], target_rows=1000, utf8=True)
+    fragments = [f for n in ("t0.ds", "t1.ds", "t2.ds")
+                 for f in arrowsmith.fragments(inputs["dataseries"] / n, target_rows=1000, utf8=True)]
+    # Ray's target block size holds them all: one task per CPU of the cluster (num_cpus=2),
+    # each a run of consecutive fragments, every row read once.
+    packed = source.get_read_tasks(parallelism=1000)
+    assert len(fragments) > 2 and len(packed) == 2
+    assert [f.source for t in packed for f in t.read_fn.args[0]] == [f.source for f in fragments]
+    assert sum(t.metadata.num_rows for t in packed) == sum(f.rows for f in fragments)
+    # Blocks smaller than a fragment: one task per fragment again.
+    context = copy.copy(DataContext.get_current())
+    context.target_max_block_size = 1024
+    assert len(source.get_read_tasks(parallelism=1000, data_context=context)) == len(fragments)
+    # A read packs them so, and Ray runs that many tasks without splitting their blocks.
+    dataset = arrowsmith.ray.read(inputs["dataseries"], target_rows=1000, utf8=True).materialize()
+    assert re.findall(r"ReadArrowsmith: (\d+) tasks? executed", dataset.stats()) == ["2"]
+    assert dataset.count() == sum(f.rows for f in fragments)
+    # The number asked for (override_num_blocks) wins.
+    dataset = arrowsmith.ray.read(inputs["dataseries"], target_rows=1000, utf8=True,
+                                  override_num_blocks=len(fragments)).materialize()
+    assert re.findall(r"ReadArrowsmith: (\d+) tasks? executed", dataset.stats()) == [
+        str(len(fragments))]
 
 
 def test_columns_by_the_read_and_by_ray_are_the_only_ones_read(inputs):
