@@ -4,8 +4,9 @@
 #   1. the release profile carries no debug info: in Cargo.toml, `debug` under
 #      [profile.release] is absent, 0 or false (or `strip` removes it), and neither a
 #      .cargo/config.toml nor a CARGO_PROFILE_RELEASE_DEBUG variable turns it back on;
-#   2. `arrowsmith sql` (DataFusion) is a default feature of the CLI that --no-default-features
-#      leaves out: no datafusion crate in `cargo tree -p arrowsmith-cli --no-default-features`.
+#   2. `arrowsmith sql` (DataFusion) and URLs (`remote`: object_store) are default features of
+#      the CLI that --no-default-features leaves out: no datafusion or object_store crate in
+#      `cargo tree -p arrowsmith-cli --no-default-features`.
 # With --build it also builds that conversion-only CLI in release and fails if the binary,
 # stripped, is over 25 MB; --build-full does the same for the default CLI (with `sql`), over
 # 80 MB. Those builds take tens of minutes on two cores (docs/performance.md, "Build and
@@ -50,9 +51,11 @@ if profiling.get("inherits") != "release" or profiling.get("debug", 0) in (0, Fa
              "(inherits = \"release\", debug = 1)")
 
 cli = tomllib.loads(pathlib.Path("cli/Cargo.toml").read_text())
-if "sql" not in cli.get("features", {}).get("default", []):
-    sys.exit("release-profile: `sql` is not a default feature of cli/Cargo.toml")
-print("release-profile: [profile.release] has no debug info; `sql` is a default CLI feature")
+for feature in ("sql", "remote"):
+    if feature not in cli.get("features", {}).get("default", []):
+        sys.exit(f"release-profile: `{feature}` is not a default feature of cli/Cargo.toml")
+print("release-profile: [profile.release] has no debug info; `sql` and `remote` are default "
+      "CLI features")
 PY
 
 if cargo tree -p arrowsmith-cli --no-default-features -e normal,build --prefix none --locked \
@@ -61,7 +64,13 @@ if cargo tree -p arrowsmith-cli --no-default-features -e normal,build --prefix n
     cargo tree -p arrowsmith-cli --no-default-features -e normal,build --locked -i datafusion >&2
     exit 1
 fi
-echo "release-profile: the CLI without default features compiles no DataFusion"
+if cargo tree -p arrowsmith-cli --no-default-features -e normal,build --prefix none --locked \
+    | grep -q '^object_store'; then
+    echo "release-profile: the CLI without default features still depends on object_store:" >&2
+    cargo tree -p arrowsmith-cli --no-default-features -e normal,build --locked -i object_store >&2
+    exit 1
+fi
+echo "release-profile: the CLI without default features compiles no DataFusion and no object_store"
 
 size_check() {
     local limit_mb=$1

@@ -468,8 +468,7 @@ fn main() -> ExitCode {
             slot.get_or_insert(format!("{message}{at}"));
         }
     }));
-    // URLs are read and written through object_store, in every build.
-    arrowsmith_store::register();
+    storage::register();
     let outcome = std::panic::catch_unwind(|| run(cli));
 
     match outcome {

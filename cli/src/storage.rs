@@ -10,6 +10,55 @@ use arrowsmith::options::is_storage_key;
 use arrowsmith::Error;
 use clap::Args;
 
+/// Registers the remote storage URLs are read and written through: object_store's, or in a
+/// build without the `remote` feature, one that refuses every URL saying how to get it.
+pub(crate) fn register() {
+    #[cfg(feature = "remote")]
+    arrowsmith_store::register();
+    #[cfg(not(feature = "remote"))]
+    arrowsmith::source::register_storage(std::sync::Arc::new(without_remote::NoRemoteStorage));
+}
+
+#[cfg(not(feature = "remote"))]
+mod without_remote {
+    use std::sync::Arc;
+
+    use arrowsmith::source::{
+        ByteSource, ObjectSource, ObjectWrite, RemoteEntry, Storage, StorageOptions,
+    };
+    use arrowsmith::{Error, Result};
+
+    /// The storage of a CLI built without object storage.
+    pub(crate) struct NoRemoteStorage;
+
+    fn refused<T>(url: &str) -> Result<T> {
+        Err(Error::unsupported(
+            "this arrowsmith was built without remote storage (the `remote` feature), so it \
+             reads and writes local paths only; build it with its default features \
+             (cargo install --path cli) or with --features remote",
+        )
+        .with_file(url))
+    }
+
+    impl Storage for NoRemoteStorage {
+        fn open_file(&self, url: &str, _: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
+            refused(url)
+        }
+        fn open_dir(&self, url: &str, _: &StorageOptions) -> Result<Arc<dyn ObjectSource>> {
+            refused(url)
+        }
+        fn stat(&self, url: &str, _: &StorageOptions) -> Result<RemoteEntry> {
+            refused(url)
+        }
+        fn create_file(&self, url: &str, _: &StorageOptions) -> Result<Box<dyn ObjectWrite>> {
+            refused(url)
+        }
+        fn delete(&self, url: &str, _: &StorageOptions) -> Result<()> {
+            refused(url)
+        }
+    }
+}
+
 use super::settings::Settings;
 
 /// The storage settings of a command that reads or writes URLs.

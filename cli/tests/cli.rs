@@ -1217,6 +1217,31 @@ fn sql_in_a_build_without_the_feature_says_how_to_get_it() {
     assert_eq!(formats.status.code(), Some(0));
 }
 
+/// A build without the `remote` feature: a URL is refused in one line that names it (without
+/// its credentials) and says how to get a build that reads it; nothing is written.
+#[cfg(not(feature = "remote"))]
+#[test]
+fn a_url_in_a_build_without_remote_storage_says_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("out.parquet");
+    let url = "s3://key:secret@bucket/trades.jay";
+    let local = common::data("jay/all_types.jay");
+    for args in [
+        vec!["convert", url, p(&output)],
+        vec!["inspect", url],
+        vec!["convert", p(&local), "s3://bucket/out.parquet"],
+    ] {
+        let out = arrowsmith(&args);
+        assert_fails(&out, 1, "built without remote storage");
+        let message = stderr(&out);
+        assert!(message.contains("--features remote"), "{message}");
+        assert!(message.contains("s3://bucket/"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+    }
+    assert!(!output.exists());
+}
+
 #[test]
 fn empty_inputs_convert_to_empty_outputs() {
     let dir = tempfile::tempdir().unwrap();
