@@ -359,8 +359,7 @@ fn main() {
         register_storage(storage.clone()),
         "the first storage registered"
     );
-    let mut read_options = ReadOptions::default();
-    read_options.storage = servers::s3_options(moto.port);
+    let storage_options = servers::s3_options(moto.port);
     let dir = tempfile::tempdir().unwrap();
 
     println!(
@@ -382,10 +381,11 @@ fn main() {
         let local = dir.path().join(name);
         write(&local, format, rows);
         let url = format!("s3://{BUCKET}/{name}");
-        let (size, objects) = upload(&*storage, &local, &url, &read_options.storage);
+        let (size, objects) = upload(&*storage, &local, &url, &storage_options);
         let options = ReadOptions {
             format: Some(format),
-            ..read_options.clone()
+            storage: storage_options.clone(),
+            ..Default::default()
         };
         let fragments = arrowsmith::fragments(&url, &options, rows.div_ceil(FRAGMENTS)).unwrap();
         let fragment = &fragments[fragments.len() / 2];
