@@ -38,7 +38,7 @@ def arrowsmith(binary, src, out, threads, sync=True):
     env = dict(os.environ)
     if threads:
         env["RAYON_NUM_THREADS"] = str(threads)
-    argv = [binary, "convert", src, out] + ([] if sync else ["--no-sync"])
+    argv = [binary, "convert", src, out, "--quiet"] + ([] if sync else ["--no-sync"])
 
     def run():
         if os.path.exists(out):

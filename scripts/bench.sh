@@ -3,12 +3,12 @@
 # table: run it on an otherwise idle machine (the figures in the doc say the load they had).
 #
 #   scripts/bench.sh            # everything (about an hour on 2 cores, most of it building)
-#   scripts/bench.sh parquet    # only the named ones: jay bcolz parquet dataseries filo vs
-#                               # fragments remote python
+#   scripts/bench.sh parquet    # only the named ones: jay bcolz parquet peers dataseries filo
+#                               # vs fragments partitions remote python
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(jay bcolz parquet dataseries filo vs fragments remote python)
+all=(jay bcolz parquet peers dataseries filo vs fragments partitions remote python)
 if [ $# -gt 0 ]; then wanted=("$@"); else wanted=("${all[@]}"); fi
 
 for name in "${wanted[@]}"; do
@@ -17,6 +17,8 @@ for name in "${wanted[@]}"; do
         jay) scripts/bench-jay.sh ;;
         bcolz) scripts/bench-bcolz.sh ;;
         parquet) scripts/bench-parquet.sh ;;
+        peers) scripts/bench-parquet-peers.sh ;;
+        partitions) scripts/bench-sql-partitions.sh ;;
         remote) scripts/bench-remote.sh ;;
         dataseries | filo | vs | fragments) cargo bench --bench "$name" ;;
         python)
