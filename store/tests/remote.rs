@@ -1,6 +1,7 @@
 //! The object_store storage against real servers: moto's S3 server (and plain HTTP through a
-//! public-read object in it) and Azurite. See servers/mod.rs for how they are found; a test
-//! whose server is missing is skipped outside CI.
+//! public-read object in it), Azurite, and fake-gcs-server (reads only: it takes none of the
+//! GCS client's writes). See servers/mod.rs for how they are found; a test whose server is
+//! missing is skipped outside CI.
 
 mod servers;
 
@@ -12,8 +13,8 @@ use arrowsmith::source::{ByteSource, ObjectSource, RemoteEntry, Storage, Storage
 use arrowsmith::{Error, ErrorClass};
 use arrowsmith_store::ObjectStoreStorage;
 use servers::{
-    azure_options, create_bucket, create_container, pending_uploads, put_public, s3_options, Proxy,
-    SECRET,
+    azure_options, create_bucket, create_container, create_gcs_bucket, gcs_options, gcs_upload,
+    pending_uploads, put_public, s3_options, Proxy, SECRET,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -741,4 +742,168 @@ fn file_urls_go_through_the_same_code() {
     assert_eq!(entry(&storage, &url, &options), RemoteEntry::Missing);
     let missing = storage.open_file(&url, &options).unwrap_err();
     assert_eq!(missing.io_kind(), Some(std::io::ErrorKind::NotFound));
+}
+
+/// Every batch `path` reads (a local path or a URL).
+fn read_batches(
+    path: &str,
+    options: &arrowsmith::ReadOptions,
+) -> Result<Vec<arrow_array::RecordBatch>, Error> {
+    arrowsmith::open(path, options)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::from)
+}
+
+/// The files under `dir`, each with its name relative to `root`.
+fn files_under(root: &std::path::Path, dir: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut pending = vec![root.join(dir)];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path.strip_prefix(root).unwrap();
+                names.push(name.to_str().unwrap().to_string());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn gcs_reads_every_fixture_as_it_reads_locally() {
+    let Some(gcs) = servers::fake_gcs() else {
+        return;
+    };
+    create_gcs_bucket(gcs.port, "fixtures");
+    arrowsmith_store::register();
+    let remote = arrowsmith::ReadOptions {
+        storage: gcs_options(gcs.port),
+        ..Default::default()
+    };
+    let local = arrowsmith::ReadOptions::default();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    let mut inputs = Vec::new();
+    for dir in ["jay", "dataseries", "vs"] {
+        for name in files_under(&data, dir) {
+            if [".jay", ".ds", ".vs"].iter().any(|ext| name.ends_with(ext)) {
+                gcs_upload(
+                    gcs.port,
+                    "fixtures",
+                    &name,
+                    &std::fs::read(data.join(&name)).unwrap(),
+                );
+                inputs.push(name);
+            }
+        }
+    }
+    // Directories: prefixes, found by a listing.
+    for dir in ["filo/set.filo", "bcolz/datasets/cp_lz4_sh1"] {
+        for name in files_under(&data, dir) {
+            gcs_upload(
+                gcs.port,
+                "fixtures",
+                &name,
+                &std::fs::read(data.join(&name)).unwrap(),
+            );
+        }
+        inputs.push(dir.to_string());
+    }
+    assert!(inputs.len() > 60, "{inputs:?}");
+    let (mut read, mut refused) = (0, 0);
+    for name in &inputs {
+        let url = format!("gs://fixtures/{name}");
+        let path = data.join(name);
+        match (
+            read_batches(path.to_str().unwrap(), &local),
+            read_batches(&url, &remote),
+        ) {
+            (Ok(want), Ok(got)) => {
+                assert_eq!(got, want, "{name}");
+                read += 1;
+            }
+            // A bad file is refused the same way, named by its URL.
+            (Err(want), Err(got)) => {
+                assert_eq!(got.class(), want.class(), "{name}: {got} / {want}");
+                assert!(got.to_string().contains(&url), "{got}");
+                refused += 1;
+            }
+            (want, got) => panic!("{name}: locally {want:?}, from GCS {got:?}"),
+        }
+    }
+    assert!(read > 40 && refused > 10, "{read} read, {refused} refused");
+    assert_eq!(
+        entry(&ObjectStoreStorage, "gs://fixtures/vs", &remote.storage),
+        RemoteEntry::Prefix
+    );
+    assert_eq!(
+        entry(&ObjectStoreStorage, "gs://fixtures/none", &remote.storage),
+        RemoteEntry::Missing
+    );
+}
+
+#[test]
+fn gcs_a_fragment_fetches_only_its_own_bytes() {
+    use arrow_array::{Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    let Some(gcs) = servers::fake_gcs() else {
+        return;
+    };
+    create_gcs_bucket(gcs.port, "frags");
+    let options = gcs_options(gcs.port);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jay");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("label", DataType::Utf8, false),
+    ]));
+    let mut writer =
+        arrowsmith::create(&path, schema.clone(), &arrowsmith::WriteOptions::default()).unwrap();
+    for part in 0..4i64 {
+        let ids: Vec<i64> = (part * 100_000..(part + 1) * 100_000).collect();
+        let labels: Vec<String> = ids.iter().map(|i| format!("row {i}")).collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(ids)),
+                Arc::new(StringArray::from(labels)),
+            ],
+        )
+        .unwrap();
+        writer.write(&batch).unwrap();
+    }
+    writer.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    gcs_upload(gcs.port, "frags", "big.jay", &bytes);
+
+    let url = "gs://frags/big.jay";
+    let source =
+        arrowsmith::source::Counting::new(ObjectStoreStorage.open_file(url, &options).unwrap());
+    let counts = source.counts();
+    let remote = Arc::new(arrowsmith::jay::JayFile::open_source(Arc::new(source), false).unwrap());
+    let local = Arc::new(arrowsmith::jay::JayFile::open(&path).unwrap());
+    let spans = arrowsmith::jay::fragments(&local, 100_000).unwrap();
+    assert_eq!(spans.len(), 4);
+    let span = &spans[2];
+    counts.reset();
+    let read = |file: &Arc<arrowsmith::jay::JayFile>| -> Vec<RecordBatch> {
+        arrowsmith::jay::ReaderBuilder::new()
+            .with_range(span.range)
+            .build_from_file(Arc::clone(file))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(read(&remote), read(&local));
+    let fetched = counts.bytes();
+    assert!(
+        fetched <= span.bytes + 64 * 1024 && span.bytes * 3 < bytes.len() as u64,
+        "a fragment of {} bytes of {} fetched {fetched}",
+        span.bytes,
+        bytes.len()
+    );
+    assert!(fetched >= span.bytes, "{fetched} < {}", span.bytes);
 }

