@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::ipc::convert::fb_to_schema;
@@ -30,10 +30,12 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
+use super::object::ObjectReader;
 use super::{Adapted, InFile, ProjectionPlan};
 use crate::error::{Error, ErrorClass, Result};
 use crate::panic_guard::quietly;
 use crate::scan::{FragmentRange, ScanOptions};
+use crate::source::ByteSource;
 
 mod writer;
 
@@ -43,7 +45,28 @@ pub(crate) fn open_file(
     path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let mut reader = IpcReader::open_file(path).map_err(|e| e.with_file(path))?;
+    let reader = IpcReader::open_file(path).map_err(|e| e.with_file(path))?;
+    select_batches(reader, path, options)
+}
+
+/// Reads a remote Arrow IPC file: its footer, then the blocks of the batches asked for, each
+/// through windows of the object.
+pub(crate) fn open_file_source(
+    source: Arc<dyn ByteSource>,
+    options: &ScanOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let name = PathBuf::from(source.location());
+    let size = source.size();
+    let reader = IpcReader::open_file_from(Box::new(ObjectReader::new(source)), size)
+        .map_err(|e| e.with_file(&name))?;
+    select_batches(reader, &name, options)
+}
+
+fn select_batches(
+    mut reader: IpcReader,
+    path: &Path,
+    options: &ScanOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
     if let Source::File { blocks, .. } = &mut reader.source {
         match options.range {
             None | Some(FragmentRange::Whole) => {}
@@ -78,6 +101,18 @@ pub(crate) fn open_stream(
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let reader = IpcReader::open_stream(path).map_err(|e| e.with_file(path))?;
     adapt(reader, path, options)
+}
+
+/// Reads a remote Arrow IPC stream front to back, through windows of the object.
+pub(crate) fn open_stream_source(
+    source: Arc<dyn ByteSource>,
+    options: &ScanOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let name = PathBuf::from(source.location());
+    let size = source.size();
+    let reader = IpcReader::open_stream_from(Box::new(ObjectReader::new(source)), Some(size))
+        .map_err(|e| e.with_file(&name))?;
+    adapt(reader, &name, options)
 }
 
 /// What errors name as the file when the stream comes from standard input.
@@ -121,9 +156,14 @@ struct Block {
     body_len: u64,
 }
 
+/// A file read at any offset: a local file, or a remote object's [`ObjectReader`].
+trait ReadSeek: Read + Seek + Send {}
+
+impl<T: Read + Seek + Send> ReadSeek for T {}
+
 enum Source {
     File {
-        file: BufReader<File>,
+        file: BufReader<Box<dyn ReadSeek>>,
         blocks: std::vec::IntoIter<Block>,
     },
     Stream {
@@ -145,8 +185,12 @@ struct IpcReader {
 
 impl IpcReader {
     fn open_file(path: &Path) -> Result<IpcReader> {
-        let mut file = File::open(path)?;
+        let file = File::open(path)?;
         let size = file.metadata()?.len();
+        IpcReader::open_file_from(Box::new(file), size)
+    }
+
+    fn open_file_from(mut file: Box<dyn ReadSeek>, size: u64) -> Result<IpcReader> {
         let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
         let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
             bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
@@ -552,7 +596,7 @@ fn check_compressed(bytes: &[u8], codec: CompressionType) -> Result<()> {
 }
 
 /// The footer of an IPC file and where it starts.
-fn read_footer(file: &mut File, size: u64) -> Result<(Vec<u8>, u64)> {
+fn read_footer(file: &mut (impl Read + Seek + ?Sized), size: u64) -> Result<(Vec<u8>, u64)> {
     if size < 18 {
         return Err(bad(format!(
             "the file is {size} bytes, too small for an Arrow IPC file"
@@ -718,13 +762,22 @@ fn message_flatbuffer(bytes: &[u8], offset: u64) -> Result<&[u8]> {
 
 /// Reads the footer of an Arrow IPC file and the header of each of its record batches.
 pub fn describe_file(path: &Path) -> Result<IpcInfo> {
-    describe_file_inner(path).map_err(|e| e.with_file(path))
+    let opened = File::open(path).and_then(|file| Ok((file.metadata()?.len(), file)));
+    let described = opened
+        .map_err(Error::from)
+        .and_then(|(size, mut file)| describe_file_inner(&mut file, size));
+    described.map_err(|e| e.with_file(path))
 }
 
-fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
-    let mut file = File::open(path)?;
-    let size = file.metadata()?.len();
-    let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
+/// Reads the footer of a remote Arrow IPC file and the header of each of its record batches.
+pub(crate) fn describe_file_source(source: Arc<dyn ByteSource>) -> Result<IpcInfo> {
+    let name = PathBuf::from(source.location());
+    let size = source.size();
+    describe_file_inner(&mut ObjectReader::new(source), size).map_err(|e| e.with_file(&name))
+}
+
+fn describe_file_inner(file: &mut (impl Read + Seek), size: u64) -> Result<IpcInfo> {
+    let (footer_bytes, footer_start) = read_footer(file, size)?;
     let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
         bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
     })?;
@@ -771,13 +824,22 @@ fn describe_file_inner(path: &Path) -> Result<IpcInfo> {
 /// file: its callers (inspect, the fragment listing) refuse standard input and other streams
 /// first.
 pub fn describe_stream(path: &Path) -> Result<IpcInfo> {
-    describe_stream_inner(path).map_err(|e| e.with_file(path))
+    let opened = File::open(path).and_then(|file| Ok((file.metadata()?.len(), file)));
+    let described = opened
+        .map_err(Error::from)
+        .and_then(|(size, file)| describe_stream_inner(BufReader::new(file), size));
+    described.map_err(|e| e.with_file(path))
 }
 
-fn describe_stream_inner(path: &Path) -> Result<IpcInfo> {
-    let file = File::open(path)?;
-    let size = file.metadata()?.len();
-    let mut reader = BufReader::new(file);
+/// Walks the messages of a remote Arrow IPC stream, skipping their bodies.
+pub(crate) fn describe_stream_source(source: Arc<dyn ByteSource>) -> Result<IpcInfo> {
+    let name = PathBuf::from(source.location());
+    let size = source.size();
+    describe_stream_inner(BufReader::new(ObjectReader::new(source)), size)
+        .map_err(|e| e.with_file(&name))
+}
+
+fn describe_stream_inner(mut reader: BufReader<impl Read + Seek>, size: u64) -> Result<IpcInfo> {
     let mut pos = 0u64;
     let mut info = IpcInfo {
         version: String::new(),

@@ -13,6 +13,7 @@
 pub mod csv;
 pub mod ipc;
 pub mod ndjson;
+mod object;
 pub mod parquet;
 pub mod records;
 
@@ -28,6 +29,7 @@ use crate::format::Format;
 use crate::options::WriteOptions;
 use crate::scan::FragmentRange;
 use crate::scan::ScanOptions;
+use crate::source::ByteSource;
 use crate::write::BatchWriter;
 
 /// How many records the CSV and NDJSON readers look at to infer a schema.
@@ -55,6 +57,32 @@ pub fn open(
             }
         }
         other => Err(not_ecosystem(other).with_file(path)),
+    }
+}
+
+/// Opens a remote Parquet, Arrow IPC, CSV or NDJSON object as a stream of record batches:
+/// Parquet fetches its footer and then the column chunks the scan needs, the others read the
+/// object front to back (an IPC file from its footer's blocks) in windows.
+pub(crate) fn open_source(
+    source: Arc<dyn ByteSource>,
+    format: Format,
+    options: &ScanOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let name = PathBuf::from(source.location());
+    match format {
+        Format::Parquet => parquet::open_source(source, options),
+        Format::Arrow => ipc::open_file_source(source, options),
+        Format::ArrowStream | Format::Csv | Format::Ndjson => {
+            whole_only(format, options, &name)?;
+            match format {
+                Format::ArrowStream => ipc::open_stream_source(source, options),
+                Format::Csv => {
+                    csv::read(Box::new(object::ObjectReader::new(source)), &name, options)
+                }
+                _ => ndjson::read(Box::new(object::ObjectReader::new(source)), &name, options),
+            }
+        }
+        other => Err(not_ecosystem(other).with_file(&name)),
     }
 }
 

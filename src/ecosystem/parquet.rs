@@ -2,8 +2,8 @@
 //! a file here, writing it in `parquet/writer.rs`.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ::parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
@@ -15,10 +15,12 @@ use arrow_schema::ArrowError;
 use bytes::Bytes;
 use serde::Serialize;
 
+use super::object::ObjectChunks;
 use super::{Adapted, InFile, ProjectionPlan};
 use crate::error::{Error, ErrorClass, Result};
 use crate::panic_guard::quietly;
 use crate::scan::{FragmentRange, ScanOptions};
+use crate::source::ByteSource;
 
 mod footer;
 mod writer;
@@ -29,7 +31,29 @@ pub(crate) fn open(
     path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    let file = EndOfFileIsAnError::open(path)?;
+    read(EndOfFileIsAnError::open(path)?, path, options, |_| {})
+}
+
+/// Reads a remote Parquet object: its footer from its tail, then each column chunk the scan
+/// needs by range.
+pub(crate) fn open_source(
+    source: Arc<dyn ByteSource>,
+    options: &ScanOptions,
+) -> Result<Box<dyn RecordBatchReader + Send>> {
+    let name = PathBuf::from(source.location());
+    let chunks = ObjectChunks::open(source).in_file(&name)?;
+    let ranges = chunks.ranges();
+    let file = EndOfFileIsAnError::checked(chunks, &name)?;
+    read(file, &name, options, |meta| ranges.set(meta))
+}
+
+/// Reads `file`, telling `footer_read` the footer once it is read and checked.
+fn read<R: ChunkReader + 'static>(
+    file: EndOfFileIsAnError<R>,
+    path: &Path,
+    options: &ScanOptions,
+    footer_read: impl FnOnce(&ParquetMetaData),
+) -> Result<Box<dyn RecordBatchReader + Send>> {
     // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
     // malformed ones (an integer of 16,777,216 bits).
     let mut builder = quietly(|| ParquetRecordBatchReaderBuilder::try_new(file))
@@ -42,6 +66,7 @@ pub(crate) fn open(
         })?
         .in_file(path)?;
     check_chunk_ranges(builder.metadata(), path)?;
+    footer_read(builder.metadata());
     // The built reader's schema (and its batches') lose the schema-level metadata that the
     // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
     // file; put it back so a round trip through Parquet keeps it.
@@ -95,24 +120,32 @@ pub(crate) fn open(
 /// list of strings past the end then costs a `read` call for every one of them: a 963-byte file
 /// took nine minutes (fuzz finding 16, docs/reliability.md). Every element's length takes at
 /// least one byte of the file, so once the end is an error the skipping is bounded by the file.
-struct EndOfFileIsAnError(File);
+struct EndOfFileIsAnError<R>(R);
 
-impl EndOfFileIsAnError {
-    /// Opens the file once its footer's schema has been checked (see [`footer`]): parquet
+impl EndOfFileIsAnError<File> {
+    fn open(path: &Path) -> Result<EndOfFileIsAnError<File>> {
+        EndOfFileIsAnError::checked(File::open(path).in_file(path)?, path)
+    }
+}
+
+impl<R: ChunkReader> EndOfFileIsAnError<R> {
+    /// Takes the file once its footer's schema has been checked (see [`footer`]): parquet
     /// would reserve memory for whatever child count a schema element declares.
-    fn open(path: &Path) -> Result<EndOfFileIsAnError> {
-        let file = File::open(path).in_file(path)?;
+    fn checked(file: R, path: &Path) -> Result<EndOfFileIsAnError<R>> {
         let len = file.len();
-        let mut tail = [0u8; 8];
-        if len < 12 || read_at(&file, len - 8, &mut tail).is_err() || &tail[4..] != b"PAR1" {
+        let tail = if len < 12 {
+            None
+        } else {
+            file.get_bytes(len - 8, 8).ok()
+        };
+        let Some(tail) = tail.filter(|tail| &tail[4..] == b"PAR1") else {
             return Ok(EndOfFileIsAnError(file));
-        }
+        };
         let metadata_len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4")));
         let Some(start) = (len - 8).checked_sub(metadata_len) else {
             return Ok(EndOfFileIsAnError(file));
         };
-        let mut metadata = vec![0u8; metadata_len as usize];
-        read_at(&file, start, &mut metadata).in_file(path)?;
+        let metadata = file.get_bytes(start, metadata_len as usize).in_file(path)?;
         match footer::check_schema_children(&metadata) {
             Ok(()) => Ok(EndOfFileIsAnError(file)),
             Err(bad) => Err(Error::new(
@@ -127,11 +160,6 @@ impl EndOfFileIsAnError {
             .at_offset(start)),
         }
     }
-}
-
-fn read_at(mut file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
 }
 
 /// The reader [`EndOfFileIsAnError`] hands out from an offset.
@@ -149,14 +177,14 @@ impl<R: Read> Read for EndIsAnError<R> {
     }
 }
 
-impl Length for EndOfFileIsAnError {
+impl<R: ChunkReader> Length for EndOfFileIsAnError<R> {
     fn len(&self) -> u64 {
         self.0.len()
     }
 }
 
-impl ChunkReader for EndOfFileIsAnError {
-    type T = EndIsAnError<<File as ChunkReader>::T>;
+impl<R: ChunkReader> ChunkReader for EndOfFileIsAnError<R> {
+    type T = EndIsAnError<R::T>;
 
     fn get_read(&self, start: u64) -> ::parquet::errors::Result<Self::T> {
         self.0.get_read(start).map(EndIsAnError)
@@ -293,6 +321,15 @@ pub struct ParquetChunk {
 pub fn describe(path: &Path) -> Result<ParquetInfo> {
     let file = EndOfFileIsAnError::open(path)?;
     let reader = SerializedFileReader::new(file).in_file(path)?;
+    Ok(info(reader.metadata()))
+}
+
+/// Reads the footer of a remote Parquet object, fetched from its tail.
+pub(crate) fn describe_source(source: Arc<dyn ByteSource>) -> Result<ParquetInfo> {
+    let name = PathBuf::from(source.location());
+    let chunks = ObjectChunks::open(source).in_file(&name)?;
+    let file = EndOfFileIsAnError::checked(chunks, &name)?;
+    let reader = SerializedFileReader::new(file).in_file(&name)?;
     Ok(info(reader.metadata()))
 }
 

@@ -5,7 +5,7 @@
 //! object with its `open_source`.
 
 use std::any::Any;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use arrow_array::RecordBatchReader;
@@ -64,8 +64,7 @@ pub(super) fn open(
             options: options.filo,
         }),
         (Format::FiloVector, _) => Box::new(FiloVectorInput::open(origin, options)?),
-        (other, Origin::Local(path)) => Box::new(EcosystemInput::open(path, other)?),
-        (other, _) => return Err(remote_ecosystem(other)),
+        (other, _) => Box::new(EcosystemInput::open(origin, other)?),
     })
 }
 
@@ -93,16 +92,6 @@ fn open_vs(origin: &Origin, options: vs::ReaderOptions) -> Result<vs::VsFile> {
         FileAt::Path(path) => vs::VsFile::open(path, options),
         FileAt::Source(source) => vs::VsFile::open_source(Arc::clone(source), options),
     }
-}
-
-/// The Arrow ecosystem's formats are read from local files: the core reads them through the
-/// arrow-rs readers, which take a file.
-fn remote_ecosystem(format: Format) -> Error {
-    Error::unsupported(format!(
-        "{format} input is not read from remote storage by arrowsmith, only jay, dataseries, \
-         vs and filo-vector files; download it first, or read it with DataFusion or pyarrow, \
-         which read {format} from object storage themselves"
-    ))
 }
 
 struct JayInput {
@@ -368,11 +357,11 @@ impl OpenedFormat for FiloVectorInput {
     }
 }
 
-/// Parquet, Arrow IPC and the text formats: each reader opens the file through the arrow-rs
-/// reader; the footer's layout (row groups, record batches) is read on the first listing or
-/// row count, and kept.
+/// Parquet, Arrow IPC and the text formats: each reader opens the file (or remote object)
+/// through the arrow-rs reader; the footer's layout (row groups, record batches) is read on the
+/// first listing or row count, and kept.
 struct EcosystemInput {
-    path: PathBuf,
+    origin: Origin,
     format: Format,
     layout: OnceLock<Layout>,
 }
@@ -385,10 +374,15 @@ struct Layout {
 }
 
 impl Layout {
-    fn read(path: &Path, format: Format) -> Result<Layout> {
+    fn read(file: &FileAt<'_>, format: Format) -> Result<Layout> {
         Ok(match format {
             Format::Parquet => {
-                let info = ecosystem::parquet::describe(path)?;
+                let info = match file {
+                    FileAt::Path(path) => ecosystem::parquet::describe(path)?,
+                    FileAt::Source(source) => {
+                        ecosystem::parquet::describe_source(Arc::clone(source))?
+                    }
+                };
                 let units = info.row_groups.iter().enumerate().map(|(i, g)| Unit {
                     start: i as u64,
                     end: i as u64 + 1,
@@ -401,7 +395,12 @@ impl Layout {
                 }
             }
             Format::Arrow => {
-                let info = ecosystem::ipc::describe_file(path)?;
+                let info = match file {
+                    FileAt::Path(path) => ecosystem::ipc::describe_file(path)?,
+                    FileAt::Source(source) => {
+                        ecosystem::ipc::describe_file_source(Arc::clone(source))?
+                    }
+                };
                 let units = info.batches.iter().enumerate().map(|(i, b)| Unit {
                     start: i as u64,
                     end: i as u64 + 1,
@@ -413,10 +412,18 @@ impl Layout {
                     rows: Some(info.num_rows),
                 }
             }
-            Format::ArrowStream => Layout {
-                units: Vec::new(),
-                rows: Some(ecosystem::ipc::describe_stream(path)?.num_rows),
-            },
+            Format::ArrowStream => {
+                let info = match file {
+                    FileAt::Path(path) => ecosystem::ipc::describe_stream(path)?,
+                    FileAt::Source(source) => {
+                        ecosystem::ipc::describe_stream_source(Arc::clone(source))?
+                    }
+                };
+                Layout {
+                    units: Vec::new(),
+                    rows: Some(info.num_rows),
+                }
+            }
             _ => Layout {
                 units: Vec::new(),
                 rows: None,
@@ -426,11 +433,13 @@ impl Layout {
 }
 
 impl EcosystemInput {
-    fn open(path: &Path, format: Format) -> Result<EcosystemInput> {
-        // What a read would say of a missing file, said now.
-        std::fs::metadata(path)?;
+    fn open(origin: &Origin, format: Format) -> Result<EcosystemInput> {
+        if let FileAt::Path(path) = FileAt::of(origin)? {
+            // What a read would say of a missing file, said now.
+            std::fs::metadata(path)?;
+        }
         Ok(EcosystemInput {
-            path: path.to_path_buf(),
+            origin: origin.clone(),
             format,
             layout: OnceLock::new(),
         })
@@ -441,7 +450,7 @@ impl EcosystemInput {
         if let Some(layout) = self.layout.get() {
             return Ok(layout);
         }
-        let layout = Layout::read(&self.path, self.format)?;
+        let layout = Layout::read(&FileAt::of(&self.origin)?, self.format)?;
         Ok(self.layout.get_or_init(|| layout))
     }
 }
@@ -468,11 +477,19 @@ impl OpenedFormat for EcosystemInput {
         Ok(match self.format {
             Format::Parquet => grouped(|start, end| FragmentRange::RowGroups { start, end }),
             Format::Arrow => grouped(|start, end| FragmentRange::Batches { start, end }),
-            _ => vec![whole(&self.path, layout.rows)?],
+            _ => vec![match FileAt::of(&self.origin)? {
+                FileAt::Path(path) => whole(path, layout.rows)?,
+                FileAt::Source(source) => whole_of(source.size(), layout.rows),
+            }],
         })
     }
 
     fn reader(&self, scan: ScanOptions) -> Result<BoxedReader> {
-        ecosystem::open(&self.path, self.format, &scan)
+        match FileAt::of(&self.origin)? {
+            FileAt::Path(path) => ecosystem::open(path, self.format, &scan),
+            FileAt::Source(source) => {
+                ecosystem::open_source(Arc::clone(source), self.format, &scan)
+            }
+        }
     }
 }

@@ -338,20 +338,28 @@ fn fixtures(dir: &str, ext: &str) -> Vec<String> {
 /// for a file's object version, which a remote file's fragments carry), or both failing.
 fn same_through_url(fixture: &str, options: &ReadOptions) {
     storage();
-    let local = data_dir().join(fixture);
-    let url = format!("test://data/{fixture}");
-    let here = batches(crate::open(&local, options));
-    let there = batches(crate::open(&url, options));
+    same_at(
+        &data_dir().join(fixture),
+        &format!("test://data/{fixture}"),
+        options,
+    );
+}
+
+/// [`same_through_url`] for the file or directory at `local`, also at `url`.
+fn same_at(local: &Path, url: &str, options: &ReadOptions) {
+    let fixture = url;
+    let here = batches(crate::open(local, options));
+    let there = batches(crate::open(url, options));
     match (&here, &there) {
         (Ok(here), Ok(there)) => assert_eq!(here, there, "{fixture}"),
-        (Err(_), Err(e)) => assert!(e.to_string().contains(&url), "{fixture}: {e}"),
+        (Err(_), Err(e)) => assert!(e.to_string().contains(url), "{fixture}: {e}"),
         _ => panic!("{fixture}: locally {here:?}, through its URL {there:?}"),
     }
     if here.is_err() {
         return;
     }
-    let listed_here = crate::fragments(&local, options, 3).unwrap();
-    let listed_there = crate::fragments(&url, options, 3).unwrap();
+    let listed_here = crate::fragments(local, options, 3).unwrap();
+    let listed_there = crate::fragments(url, options, 3).unwrap();
     assert_eq!(listed_here.len(), listed_there.len(), "{fixture}");
     let size = local.is_file().then(|| local.metadata().unwrap().len());
     let read = ReadOptions {
@@ -476,6 +484,102 @@ fn write_rows(path: &Path, format: Format, rows: i64) {
     crate::write_all(batches, path, &options).unwrap();
 }
 
+/// Three columns of `rows` rows: ids, short names, and 16 hex digits that do not compress.
+fn three_columns(rows: i64) -> RecordBatch {
+    let ids = Int64Array::from_iter_values(0..rows);
+    let names = StringArray::from_iter_values((0..rows).map(|i| format!("name {i}")));
+    let hashes = StringArray::from_iter_values(
+        (0..rows).map(|i| format!("{:016x}", (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))),
+    );
+    RecordBatch::try_from_iter([
+        ("ids", Arc::new(ids) as _),
+        ("names", Arc::new(names) as _),
+        ("hashes", Arc::new(hashes) as _),
+    ])
+    .unwrap()
+}
+
+/// `batch` written as `format` at `path`, in row groups (or batches) of `chunk` rows.
+fn write_ecosystem(path: &Path, format: Format, batch: &RecordBatch, chunk: usize) {
+    let options = WriteOptions {
+        format: Some(format),
+        row_group_size: Some(chunk),
+        ..Default::default()
+    };
+    let pieces: Vec<_> = (0..batch.num_rows())
+        .step_by(chunk)
+        .map(|start| Ok(batch.slice(start, chunk.min(batch.num_rows() - start))))
+        .collect();
+    let batches = arrow_array::RecordBatchIterator::new(pieces, batch.schema());
+    crate::write_all(batches, path, &options).unwrap();
+}
+
+#[test]
+fn parquet_arrow_ipc_csv_and_ndjson_read_through_a_url_as_they_read_locally() {
+    let url = scratch("ecosystem");
+    let dir = storage().scratch.path().join("ecosystem");
+    let batch = three_columns(5_000);
+    let mut projected = ReadOptions::default();
+    projected.set("columns", "hashes,ids").unwrap();
+    projected.set("limit", "2500").unwrap();
+    for (format, name) in [
+        (Format::Parquet, "x.parquet"),
+        (Format::Arrow, "x.arrow"),
+        (Format::ArrowStream, "x.arrows"),
+        (Format::Csv, "x.csv"),
+        (Format::Ndjson, "x.ndjson"),
+    ] {
+        write_ecosystem(&dir.join(name), format, &batch, 1_000);
+        let object = format!("{url}/{name}");
+        let read = batches(crate::open(&object, &ReadOptions::default())).unwrap();
+        let rows: usize = read.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, 5_000, "{name}");
+        same_at(&dir.join(name), &object, &ReadOptions::default());
+        same_at(&dir.join(name), &object, &projected);
+    }
+    // Row groups and IPC batches are fragments of a remote object as of a local file.
+    for name in ["x.parquet", "x.arrow"] {
+        let listed = crate::fragments(format!("{url}/{name}"), &ReadOptions::default(), 1_000);
+        assert_eq!(listed.unwrap().len(), 5, "{name}");
+    }
+}
+
+#[test]
+fn a_one_column_projection_of_a_remote_parquet_file_fetches_its_footer_and_that_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.parquet");
+    write_ecosystem(&path, Format::Parquet, &three_columns(200_000), 50_000);
+    let info = crate::ecosystem::parquet::describe(&path).unwrap();
+    let column = |name: &str| {
+        let found = info.columns.iter().find(|c| c.path == name).unwrap();
+        found.compressed_size as u64
+    };
+    let (ids, hashes) = (column("ids"), column("hashes"));
+    let size = path.metadata().unwrap().len();
+    assert!(hashes > 1 << 20 && hashes > 4 * ids, "{hashes} {ids}");
+    let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+    let counts = source.counts();
+    let scan = ScanOptions {
+        projection: Some(crate::scan::Projection::Names(vec!["ids".to_owned()])),
+        ..Default::default()
+    };
+    let reader = crate::ecosystem::open_source(Arc::new(source), Format::Parquet, &scan);
+    let read = batches(reader).unwrap();
+    assert_eq!(
+        read.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        200_000
+    );
+    assert_eq!(read[0].num_columns(), 1);
+    // The footer comes with the file's last 64 KiB; then the ids' column chunks, one range each.
+    let fetched = counts.bytes();
+    let tail = size.min(64 << 10);
+    assert!(
+        fetched >= ids && fetched <= ids + tail,
+        "fetched {fetched} bytes of {size}: ids {ids}, hashes {hashes}"
+    );
+    assert!(counts.round_trips() <= 1 + 4, "{}", counts.round_trips());
+}
+
 #[test]
 fn a_jay_dataseries_or_vs_object_opens_by_url_in_one_open_and_two_reads() {
     let url = scratch("open_trips");
@@ -534,23 +638,13 @@ fn a_jay_dataseries_or_vs_object_opens_by_url_in_one_open_and_two_reads() {
 }
 
 #[test]
-fn a_missing_object_and_the_ecosystem_formats_refuse_a_url_clearly() {
+fn a_missing_object_or_a_prefix_read_as_one_object_is_refused_clearly() {
     storage();
-    // A missing object, and a Parquet object.
+    // A missing object.
     let error = Input::open("test://data/jay/nothing.jay", &ReadOptions::default()).unwrap_err();
     assert_eq!(
         error.io_kind(),
         Some(std::io::ErrorKind::NotFound),
-        "{error}"
-    );
-    let url = scratch("parquet_input");
-    let out = format!("{url}/x.parquet");
-    crate::write_all(reader(), &out, &WriteOptions::default()).unwrap();
-    let error = Input::open(&out, &ReadOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        error.contains("parquet input is not read from remote storage"),
         "{error}"
     );
     // A format of the wrong shape: a prefix read as Jay.
