@@ -30,7 +30,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_schema::{ArrowError, SchemaRef};
 use serde::Serialize;
 
-use super::object::ObjectReader;
+use super::object::{ObjectReader, HEADER_WINDOW};
 use super::{Adapted, InFile, ProjectionPlan};
 use crate::error::{Error, ErrorClass, Result};
 use crate::panic_guard::quietly;
@@ -773,7 +773,8 @@ pub fn describe_file(path: &Path) -> Result<IpcInfo> {
 pub(crate) fn describe_file_source(source: Arc<dyn ByteSource>) -> Result<IpcInfo> {
     let name = PathBuf::from(source.location());
     let size = source.size();
-    describe_file_inner(&mut ObjectReader::new(source), size).map_err(|e| e.with_file(&name))
+    describe_file_inner(&mut ObjectReader::with_window(source, HEADER_WINDOW), size)
+        .map_err(|e| e.with_file(&name))
 }
 
 fn describe_file_inner(file: &mut (impl Read + Seek), size: u64) -> Result<IpcInfo> {
@@ -835,8 +836,8 @@ pub fn describe_stream(path: &Path) -> Result<IpcInfo> {
 pub(crate) fn describe_stream_source(source: Arc<dyn ByteSource>) -> Result<IpcInfo> {
     let name = PathBuf::from(source.location());
     let size = source.size();
-    describe_stream_inner(BufReader::new(ObjectReader::new(source)), size)
-        .map_err(|e| e.with_file(&name))
+    let reader = ObjectReader::with_window(source, HEADER_WINDOW);
+    describe_stream_inner(BufReader::new(reader), size).map_err(|e| e.with_file(&name))
 }
 
 fn describe_stream_inner(mut reader: BufReader<impl Read + Seek>, size: u64) -> Result<IpcInfo> {

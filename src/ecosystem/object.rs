@@ -16,6 +16,10 @@ use crate::source::ByteSource;
 /// How much of the object one request of [`ObjectReader`] fetches ahead of a read.
 const WINDOW: u64 = 8 << 20;
 
+/// The window of a walk over message headers (an IPC listing): a header is a few hundred
+/// bytes, and the bodies between them are not read.
+pub(crate) const HEADER_WINDOW: u64 = 64 << 10;
+
 /// How much of a Parquet object's end is fetched at open: its footer (and the length and magic
 /// after it) fits in one request unless it is larger than this.
 const PARQUET_TAIL: u64 = 64 << 10;
@@ -158,19 +162,27 @@ impl ChunkReader for ObjectChunks {
 }
 
 /// A remote object read front to back (or from where it is sought), a window of up to
-/// [`WINDOW`] bytes per request.
+/// [`WINDOW`] bytes (or the window it is given) per request.
 pub(crate) struct ObjectReader {
     source: Arc<dyn ByteSource>,
     pos: u64,
     /// Where its reads end: the object's end, or a Parquet column chunk's.
     end: u64,
+    /// How much one request fetches.
+    window_len: u64,
     /// The window last fetched and where it starts.
     window: (u64, Bytes),
 }
 
 impl ObjectReader {
     pub(crate) fn new(source: Arc<dyn ByteSource>) -> ObjectReader {
+        ObjectReader::with_window(source, WINDOW)
+    }
+
+    /// A reader fetching `window_len` bytes (at least one) a request.
+    pub(crate) fn with_window(source: Arc<dyn ByteSource>, window_len: u64) -> ObjectReader {
         ObjectReader {
+            window_len: window_len.max(1),
             end: source.size(),
             source,
             pos: 0,
@@ -184,7 +196,7 @@ impl ObjectReader {
         let (start, bytes) = &self.window;
         let in_window = self.pos >= *start && self.pos < start + bytes.len() as u64;
         if !in_window && self.pos < size {
-            let end = size.min(self.pos.saturating_add(WINDOW));
+            let end = size.min(self.pos.saturating_add(self.window_len));
             let fetched = self.source.read_range(self.pos..end).map_err(io_error)?;
             self.window = (self.pos, to_bytes(fetched));
         }
