@@ -536,6 +536,17 @@ fn parquet_arrow_ipc_csv_and_ndjson_read_through_a_url_as_they_read_locally() {
         assert_eq!(rows, 5_000, "{name}");
         same_at(&dir.join(name), &object, &ReadOptions::default());
         same_at(&dir.join(name), &object, &projected);
+        if matches!(
+            format,
+            Format::Parquet | Format::Arrow | Format::ArrowStream
+        ) {
+            // inspect describes the footer (or the stream's messages) as it does locally.
+            let there = crate::inspect(&object, &Default::default()).unwrap();
+            let here = crate::inspect(dir.join(name), &Default::default()).unwrap();
+            let (there, here) = (there.to_json(), here.to_json());
+            assert!(there["structure"].is_object(), "{name}: {there}");
+            assert_eq!(there["structure"], here["structure"], "{name}");
+        }
     }
     // Row groups and IPC batches are fragments of a remote object as of a local file.
     for name in ["x.parquet", "x.arrow"] {

@@ -1,8 +1,12 @@
 //! The structure of an Arrow IPC file or stream: its record batches and dictionaries.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::ecosystem::ipc::{describe_file, describe_stream, IpcInfo};
+use crate::ecosystem::ipc::{
+    describe_file, describe_file_source, describe_stream, describe_stream_source, IpcInfo,
+};
+use crate::source::ByteSource;
 
 use super::{count, Structure, TextTable, TEXT_ROWS};
 
@@ -12,6 +16,18 @@ pub(super) fn file_structure(path: &Path) -> crate::Result<Structure> {
 
 pub(super) fn stream_structure(path: &Path) -> crate::Result<Structure> {
     Ok(render(describe_stream(path)?))
+}
+
+/// The structure of a remote Arrow IPC file (`stream` false) or stream.
+pub(super) fn source_structure(
+    source: Arc<dyn ByteSource>,
+    stream: bool,
+) -> crate::Result<Structure> {
+    Ok(render(if stream {
+        describe_stream_source(source)?
+    } else {
+        describe_file_source(source)?
+    }))
 }
 
 fn render(info: IpcInfo) -> Structure {

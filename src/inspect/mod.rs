@@ -291,8 +291,8 @@ fn as_written(text: &str) -> String {
 }
 
 /// The format's own structure; a format to come adds its arm here. A remote input is
-/// described by the formats read remotely (Jay, DataSeries, VS); another one fails as its
-/// opening does.
+/// described by the formats whose structure is read by ranges (Jay, DataSeries, VS, Parquet,
+/// Arrow IPC); another one fails as its opening does.
 fn structure(
     path: &Path,
     origin: &Origin,
@@ -314,6 +314,10 @@ fn structure(
                 }
                 Format::Vs => {
                     vs::structure(&VsFile::open_source(Arc::clone(source), vs::options())?)
+                }
+                Format::Parquet => parquet::source_structure(Arc::clone(source)),
+                Format::Arrow | Format::ArrowStream => {
+                    ipc::source_structure(Arc::clone(source), format == Format::ArrowStream)
                 }
                 _ => Err(undescribed(path, read)),
             }

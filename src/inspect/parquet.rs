@@ -1,13 +1,23 @@
 //! The structure of a Parquet file: its footer's row groups and column chunks.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::ecosystem::parquet::describe;
+use crate::ecosystem::parquet::{describe, describe_source, ParquetInfo};
+use crate::source::ByteSource;
 
 use super::{count, Structure, TextTable, TEXT_ROWS};
 
 pub(super) fn structure(path: &Path) -> crate::Result<Structure> {
-    let info = describe(path)?;
+    render(describe(path)?)
+}
+
+/// The structure of a remote Parquet object, from its footer.
+pub(super) fn source_structure(source: Arc<dyn ByteSource>) -> crate::Result<Structure> {
+    render(describe_source(source)?)
+}
+
+fn render(info: ParquetInfo) -> crate::Result<Structure> {
     let json = serde_json::to_value(&info).unwrap_or_default();
 
     let mut out = String::new();
