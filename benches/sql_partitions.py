@@ -11,10 +11,17 @@ reused: an Arrow IPC file of --rows rows (int32 `key = i % 1000`, float64 `value
 int64 `id = i`, from DataFusion's generate_series), converted to Jay, DataSeries (lz4, 1 MiB
 extents), bcolz (--bcolz-chunklen), a Filo set (--filo-chunk-size) and VS (one point per
 row of a --vs-rows file: a 4-float32 vector and the row's `id` as app_data). Each run is a
-fresh process: `arrowsmith sql "SET datafusion.execution.target_partitions = N; QUERY"`; the
-time is the process's wall time, best (median) of --repeat runs after one warm-up. The result
-is checked (every row counted once) and EXPLAIN confirms how many partitions the scan had.
-Needs only the Python standard library.
+fresh process: `arrowsmith sql "SET datafusion.execution.target_partitions = N; QUERY"`, held
+to N cores (the first N this process may use) unless --no-pin; the time is the process's wall
+time, best (median) of --repeat runs after one warm-up, and its CPU time (user + system,
+median). The result is checked (every row counted once) and EXPLAIN confirms how many
+partitions the scan had. Needs only the Python standard library.
+
+Why N cores: a query at one partition is already two threads at work, the reader decoding and
+DataFusion aggregating what it hands on (the query's thread), so unpinned on a 2-core machine
+the 1-partition run has both cores and 2 partitions can only add what the two threads left
+idle. Held to N cores, each partition has one, as each would on a machine with more cores than
+partitions: the ratio that machine would show.
 """
 import argparse
 import csv
@@ -22,6 +29,7 @@ import io
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -61,8 +69,10 @@ def formats(args):
     return [f for f in table if f.name in wanted]
 
 
-def run(command, env=None):
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+def run(command, env=None, cores=None):
+    """`command`'s standard output; with `cores`, the process runs on that set of CPUs."""
+    pin = None if cores is None else (lambda: os.sched_setaffinity(0, cores))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, preexec_fn=pin)
     if done.returncode != 0:
         sys.exit("failed (exit %d): %s\n%s" % (done.returncode, " ".join(command), done.stderr))
     return done.stdout
@@ -119,16 +129,37 @@ def scan_partitions(args, path, query, partitions):
     return int(found.group(1))
 
 
+def cores_for(args, partitions):
+    """The CPUs a run at `partitions` partitions is held to: the first `partitions` of those
+    this process may use; None unpinned."""
+    if not args.pin:
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if partitions > len(allowed):
+        sys.exit("%d partitions need %d cores, this process may use %d; run with --no-pin "
+                 "or fewer --cores" % (partitions, partitions, len(allowed)))
+    return set(allowed[:partitions])
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(args, query, partitions, rows, env):
+    """The wall and CPU seconds of one run."""
     statement = "SET datafusion.execution.target_partitions = %d; %s" % (partitions, query)
     command = [args.bin, "sql", statement, "--format", "csv"]
+    cores = cores_for(args, partitions)
+    cpu = children_cpu()
     start = time.perf_counter()
-    out = run(command, env)
+    out = run(command, env, cores)
     elapsed = time.perf_counter() - start
+    cpu = children_cpu() - cpu
     counted = sum(int(r["n"]) for r in csv.DictReader(io.StringIO(out)))
     if counted != rows:
         sys.exit("%s counted %d rows, not %d:\n%s" % (" ".join(command), counted, rows, out))
-    return elapsed
+    return elapsed, cpu
 
 
 def main():
@@ -137,7 +168,10 @@ def main():
         "ARROWSMITH_BIN", os.path.join(ROOT, "target", "release", "arrowsmith")))
     parser.add_argument("--dir", default=os.path.join(ROOT, "target", "bench-sql"))
     parser.add_argument("--cores", default="1,2",
-                        help="target partitions to run at, comma-separated (default 1,2)")
+                        help="target partitions to run at, each on as many cores (see --no-pin), "
+                        "comma-separated (default 1,2)")
+    parser.add_argument("--no-pin", dest="pin", action="store_false",
+                        help="run every partition count on all the cores this process may use")
     parser.add_argument("--formats", default="jay,dataseries,bcolz,filo,vs")
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--vs-rows", type=int,
@@ -166,8 +200,9 @@ def main():
         env["RAYON_NUM_THREADS"] = str(args.reader_threads)
 
     version = run([args.bin, "--version"]).strip()
-    print("%s (%s); RAYON_NUM_THREADS=%s; best (median) of %d runs after a warm-up"
-          % (version, args.bin, env.get("RAYON_NUM_THREADS", "unset"), args.repeat))
+    print("%s (%s); RAYON_NUM_THREADS=%s; %s; best (median) of %d runs after a warm-up"
+          % (version, args.bin, env.get("RAYON_NUM_THREADS", "unset"),
+             "N partitions on N cores" if args.pin else "unpinned", args.repeat))
     print("load average before: %.1f %.1f %.1f" % os.getloadavg())
     results = []
     for fmt in chosen:
@@ -178,32 +213,37 @@ def main():
         for n in cores:
             groups = scan_partitions(args, path, query, n)
             timed(args, query, n, rows, env)  # warm-up: the page cache, the binary
-            times = [timed(args, query, n, rows, env) for _ in range(args.repeat)]
+            measured = [timed(args, query, n, rows, env) for _ in range(args.repeat)]
+            times = [wall for wall, _ in measured]
+            cpu = statistics.median(cpu for _, cpu in measured)
             entry["runs"][n] = {"scan_partitions": groups, "best": min(times),
-                                "median": statistics.median(times)}
-            print("  %s at %d partition(s): %d scan partition(s), best %.3f s, median %.3f s"
-                  % (fmt.name, n, groups, min(times), statistics.median(times)), file=sys.stderr)
+                                "median": statistics.median(times), "cpu": cpu}
+            print("  %s at %d partition(s): %d scan partition(s), best %.3f s, median %.3f s, "
+                  "CPU %.3f s" % (fmt.name, n, groups, min(times), statistics.median(times), cpu),
+                  file=sys.stderr)
         results.append(entry)
     print("load average after: %.1f %.1f %.1f" % os.getloadavg())
     print()
-    table(results, cores)
+    table(results, cores, args.pin)
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"cores": cores, "results": results}, out, indent=1)
+            json.dump({"cores": cores, "pinned": args.pin, "results": results}, out, indent=1)
 
 
-def table(results, cores):
+def table(results, cores, pinned):
     first = cores[0]
     head = "| format | rows | fragments at %d partitions | " % max(cores) + " | ".join(
-        "%d partition%s" % (n, "" if n == 1 else "s") for n in cores)
+        "%d partition%s%s" % (n, "" if n == 1 else "s",
+                              (" on %d core%s" % (n, "" if n == 1 else "s")) if pinned else "")
+        for n in cores)
     speedups = [n for n in cores if n != first]
     head += "".join(" | %d → %d" % (first, n) for n in speedups) + " |"
     print(head)
     print("|---" * (3 + len(cores) + len(speedups)) + "|")
     for entry in results:
         runs = entry["runs"]
-        cells = ["%.3f s (%.3f)%s" % (
-            runs[n]["best"], runs[n]["median"],
+        cells = ["%.3f s (%.3f; CPU %.3f)%s" % (
+            runs[n]["best"], runs[n]["median"], runs[n]["cpu"],
             "" if runs[n]["scan_partitions"] == n else
             ", %d scan partition%s" % (runs[n]["scan_partitions"],
                                        "" if runs[n]["scan_partitions"] == 1 else "s"))
