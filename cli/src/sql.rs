@@ -113,9 +113,9 @@ pub(crate) fn run(args: SqlArgs) -> CliResult {
 /// reader's thread and freed on the query's, and with glibc's defaults (a mapping of its own
 /// for every block from 128 KiB, dynamic thresholds, the heap trimmed past twice that) each
 /// decoded chunk or extent went back to the kernel and came back as fresh zeroed pages: a
-/// third of a bcolz or Filo scan's CPU was page faults (docs/performance.md, "SQL: 1 → 2
-/// partitions"). The values are the top of glibc's own dynamic range (32 MiB on 64-bit), set
-/// from the start, and a trim threshold twice that, glibc's own ratio.
+/// third of a bcolz or Filo query's CPU was the kernel's, faulting pages in (docs/performance.md,
+/// "SQL: 1 → 2 partitions"). The values are the top of glibc's own dynamic range (32 MiB on
+/// 64-bit), set from the start, and a trim threshold twice that, glibc's own ratio.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets the allocator's parameters; no allocation is under way in
