@@ -23,7 +23,7 @@ use super::extent::{
 use super::types::{ExtentType, INDEX_NAME, XMLTYPE_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::salvage::Skipped;
-use crate::source::{ByteSource, LocalFile};
+use crate::source::{read_exact, ByteSource, LocalFile};
 
 /// Bytes of the file header (§2).
 pub const HEADER_LEN: usize = 40;
@@ -129,40 +129,6 @@ impl Held {
         }
         Ok(out.into_iter().flatten().collect())
     }
-}
-
-/// `ranges` of `source` in one call, each checked to be as long as asked (checked against the
-/// source's size first, so nothing is asked past its end).
-fn read_exact(source: &dyn ByteSource, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
-    for range in ranges {
-        crate::source::check_range(source.location(), source.size(), range)?;
-    }
-    let buffers = source.read_ranges(ranges)?;
-    if buffers.len() != ranges.len() {
-        return Err(Error::new(
-            ErrorClass::Io,
-            format!(
-                "{} byte ranges were asked for and {} came back",
-                ranges.len(),
-                buffers.len()
-            ),
-        ));
-    }
-    for (range, buffer) in ranges.iter().zip(&buffers) {
-        if buffer.len() as u64 != range.end - range.start {
-            return Err(Error::new(
-                ErrorClass::Io,
-                format!(
-                    "a read of bytes {}..{} gave {} bytes",
-                    range.start,
-                    range.end,
-                    buffer.len()
-                ),
-            )
-            .at_offset(range.start));
-        }
-    }
-    Ok(buffers)
 }
 
 impl DsFile {
