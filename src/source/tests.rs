@@ -127,7 +127,17 @@ fn a_url_is_shown_without_its_credentials() {
         "abfss://container@account.dfs.core.windows.net/t.jay"
     );
     assert_eq!(shown("https://token@host/x"), "https://host/x");
+    // A scheme is the same in any case: an upper-case one hides its token too.
+    assert_eq!(shown("HTTPS://token@host/x"), "HTTPS://host/x");
+    assert_eq!(shown("Http://user:pw@host/x?sv=1&sig=S"), "Http://host/x");
     assert_eq!(shown("s3://bucket/key.jay"), "s3://bucket/key.jay");
+    assert_eq!(shown("gs://bucket"), "gs://bucket");
+    assert_eq!(
+        shown("https://user:pw@host:8080/p/f.jay?sig=abc#x"),
+        "https://host:8080/p/f.jay"
+    );
+    // A password goes with the user it belongs to, whatever the scheme.
+    assert_eq!(shown("az://c:pw@acct/f?sv=1"), "az://acct/f");
     assert_eq!(shown("data/x@y.jay"), "data/x@y.jay");
     let error = Error::invalid_argument("gone").with_file("http://u:hunter2@h/x.jay");
     assert!(!error.to_string().contains("hunter2"), "{error}");
