@@ -848,6 +848,51 @@ fn a_fragment_read_by_ranges_fetches_its_share_of_the_file() {
     }
 }
 
+/// A source that takes a while over every read, as a remote object does.
+#[derive(Debug)]
+struct Slow(LocalFile);
+
+impl ByteSource for Slow {
+    fn location(&self) -> &str {
+        self.0.location()
+    }
+
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> arrowsmith::Result<Vec<Buffer>> {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        self.0.read_ranges(ranges)
+    }
+}
+
+#[test]
+fn a_reader_dropped_mid_read_reads_nothing_after_its_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ten_columns.jay");
+    write_ten_columns(&path, 200_000);
+    let (file, counts) = open_counted(Slow(LocalFile::open(&path).unwrap()));
+    // Large enough a scan to decode its batches ahead, on the pool.
+    let mut reader = ReaderBuilder::new()
+        .with_batch_size(10_000)
+        .build_from_file(file)
+        .unwrap();
+    assert_eq!(reader.next().unwrap().unwrap().num_rows(), 10_000);
+    drop(reader);
+    let (trips, bytes) = (counts.round_trips(), counts.bytes());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        (counts.round_trips(), counts.bytes()),
+        (trips, bytes),
+        "the batches decoded ahead went on reading after the reader was dropped"
+    );
+    assert!(
+        bytes < std::fs::metadata(&path).unwrap().len() / 2,
+        "{bytes} bytes read"
+    );
+}
+
 /// What reading one column by ranges took: the bytes of the column's buffers, the bytes and
 /// round trips of the open, and the bytes and round trips of the read after it.
 struct ColumnRead {
