@@ -254,7 +254,7 @@ fn a_checked_read_names_the_source_offset_and_lengths_of_a_range_that_came_back_
     assert_eq!(error.file(), Some(Path::new("s3://bucket/object.bin")));
 
     // Past the end: refused before the source is asked.
-    let error = read_exact(&cut(0, true), &[90..101]).unwrap_err();
+    let error = read_range_exact(&cut(0, true), 90..101).unwrap_err();
     assert_eq!(error.class(), ErrorClass::BufferOutOfBounds);
     assert_eq!(error.offset(), Some(90));
 }
