@@ -26,19 +26,21 @@ pub fn local_path(path: &Path) -> PathBuf {
     }
 }
 
-/// `path` as messages show it: a URL without its user, password, query or fragment (which
-/// may hold credentials, such as a signed URL's signature); anything else as it is.
+/// `path` as messages show it: a URL without its query or fragment (a signed URL's signature,
+/// an Azure SAS token) and without its userinfo when that may be a credential: all of it for
+/// `http(s)` (a user may be a token), and user and password both where it has a password.
+/// The `container@account` of an `abfss://` URL is no credential and stays. Anything else (a
+/// local path, which may hold `?`, `#` or `@`) is shown as it is.
 pub fn shown_url(path: &Path) -> PathBuf {
-    let Some(text) = path.to_str().filter(|_| scheme(path).is_some()) else {
+    let (Some(scheme_name), Some(text)) = (scheme(path), path.to_str()) else {
         return path.to_path_buf();
     };
     let (scheme, rest) = text.split_once("://").unwrap_or(("", text));
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     let authority_end = rest.find('/').unwrap_or(rest.len());
+    let web = matches!(scheme_name.as_str(), "http" | "https");
     let rest = match rest[..authority_end].rfind('@') {
-        // An Azure abfss:// URL names its container before the @: that is no credential; an
-        // HTTP URL's user may be a token.
-        Some(at) if scheme.starts_with("http") || rest[..at].contains(':') => &rest[at + 1..],
+        Some(at) if web || rest[..at].contains(':') => &rest[at + 1..],
         _ => rest,
     };
     PathBuf::from(format!("{scheme}://{rest}"))

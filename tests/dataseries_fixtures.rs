@@ -13,9 +13,9 @@ use arrow_array::RecordBatchReader;
 use arrowsmith::dataseries::{
     fragments, DsFile, Mode, OpenOptions, ReaderBuilder, TypedFile, Writer, WriterOptions,
 };
-use arrowsmith::source::{ByteSource, Counting, LocalFile};
+use arrowsmith::source::LocalFile;
 use arrowsmith::{Error, FragmentRange};
-use common::{assert_fetched_within_share, data, ds2txt, fetch_bound};
+use common::{assert_fetched_within_share, counted, data, ds2txt, fetch_bound, read_error};
 use serde_json::Value;
 
 /// The shared fixtures beside the checkout (or beside the directory of its worktrees).
@@ -369,13 +369,6 @@ fn every_fixture() -> Vec<PathBuf> {
     paths
 }
 
-/// A source that reads like a remote object (counted sources are not local), with its counts.
-fn counted(path: &Path) -> (Arc<dyn ByteSource>, Arc<arrowsmith::source::Counts>) {
-    let source = Counting::new(LocalFile::open(path).unwrap());
-    let counts = source.counts();
-    (Arc::new(source), counts)
-}
-
 fn collect(reader: impl RecordBatchReader) -> RecordBatch {
     let schema = reader.schema();
     let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
@@ -388,7 +381,7 @@ fn every_fixture_read_by_ranges_equals_its_local_read() {
     for path in every_fixture() {
         let at = path.display().to_string();
         let local = Arc::new(DsFile::open(&path, OpenOptions::default()).unwrap());
-        let (source, counts) = counted(&path);
+        let (source, counts) = counted(LocalFile::open(&path).unwrap());
         let remote = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
         assert!(counts.round_trips() <= 2, "{at}: open took {:?}", counts);
         assert_eq!(remote.entries(), local.entries(), "{at}");
@@ -477,7 +470,7 @@ fn a_fragment_read_by_ranges_fetches_its_extents_and_little_else() {
         let at = path.display().to_string();
         let size = std::fs::metadata(&path).unwrap().len();
         // The planner: types, extent headers and fragments.
-        let (source, counts) = counted(&path);
+        let (source, counts) = counted(LocalFile::open(&path).unwrap());
         let planned = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
         assert!(counts.round_trips() <= 2, "{at}: open took {counts:?}");
         assert!(
@@ -503,7 +496,7 @@ fn a_fragment_read_by_ranges_fetches_its_extents_and_little_else() {
                     .map(|e| e.len as u64)
                     .sum();
                 // A worker: opens the file and reads its fragment.
-                let (source, counts) = counted(&path);
+                let (source, counts) = counted(LocalFile::open(&path).unwrap());
                 let file = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
                 let reader = ReaderBuilder::new()
                     .with_type(name)
@@ -526,7 +519,7 @@ fn a_fragment_read_by_ranges_fetches_its_extents_and_little_else() {
                 .iter()
                 .find(|e| e.type_name == name && e.rows > 0)
                 .unwrap();
-            let (source, counts) = counted(&path);
+            let (source, counts) = counted(LocalFile::open(&path).unwrap());
             let file = Arc::new(DsFile::open_source(source, OpenOptions::default()).unwrap());
             let reader = ReaderBuilder::new()
                 .with_type(name)
@@ -560,34 +553,22 @@ fn a_remote_extent_that_disagrees_with_the_index_is_an_error_naming_the_file_and
     // hash, and the adler32 check names it.
     let at = second.offset as usize + 8;
     bytes[at] ^= 0x01;
-    let source = LocalFile::from_bytes("bucket/several.ds", bytes.clone());
-    let remote = Arc::new(
-        DsFile::open_source(Arc::new(Counting::new(source)), OpenOptions::default()).unwrap(),
-    );
-    let err = ReaderBuilder::new()
-        .build_from_file(remote)
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .map(|_| ())
-        .map_err(Error::from_arrow_owned)
-        .expect_err("a damaged extent");
+    let read_by_ranges = |bytes: Vec<u8>| {
+        let (source, _) = counted(LocalFile::from_bytes("bucket/several.ds", bytes));
+        let remote = DsFile::open_source(source, OpenOptions::default()).unwrap();
+        read_error(
+            "a damaged extent",
+            ReaderBuilder::new().build_from_file(Arc::new(remote)),
+        )
+    };
+    let err = read_by_ranges(bytes.clone());
     assert_eq!(err.file(), Some(Path::new("bucket/several.ds")), "{err}");
     assert_eq!(err.offset(), Some(second.offset), "{err}");
 
     // Its compressed size changed: the header no longer ends where the index puts the next.
     bytes[at] ^= 0x01;
     bytes[second.offset as usize] ^= 0x04;
-    let source = LocalFile::from_bytes("bucket/several.ds", bytes);
-    let remote = Arc::new(
-        DsFile::open_source(Arc::new(Counting::new(source)), OpenOptions::default()).unwrap(),
-    );
-    let err = ReaderBuilder::new()
-        .build_from_file(remote)
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .map(|_| ())
-        .map_err(Error::from_arrow_owned)
-        .expect_err("a header that disagrees with the index");
+    let err = read_by_ranges(bytes);
     assert_eq!(err.file(), Some(Path::new("bucket/several.ds")), "{err}");
     assert_eq!(err.offset(), Some(second.offset), "{err}");
     assert!(err.to_string().contains("index entry"), "{err}");
@@ -625,7 +606,7 @@ fn a_damaged_file_salvages_the_same_read_by_ranges() {
         (batch, skipped)
     };
     let want = read(DsFile::open(&path, lenient).unwrap());
-    let (source, _) = counted(&path);
+    let (source, _) = counted(LocalFile::open(&path).unwrap());
     let got = read(DsFile::open_source(source, lenient).unwrap());
     assert_eq!(got, want);
     assert_eq!(want.0.num_rows(), extents[0].rows);

@@ -13,9 +13,9 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_schema::{DataType, TimeUnit};
 use arrowsmith::jay::{self, ColumnInfo, JayFile, Layout, ReaderBuilder, Stats};
-use arrowsmith::source::{ByteSource, Counting, Counts, LocalFile};
+use arrowsmith::source::{ByteSource, Counts, LocalFile};
 use arrowsmith::{Error, FragmentRange};
-use common::{assert_fetched_within_share, data};
+use common::{assert_fetched_within_share, counted, data, read_error};
 use serde_json::Value;
 
 fn manifest() -> serde_json::Map<String, Value> {
@@ -258,8 +258,12 @@ fn every_good_fixture_reads_as_its_manifest_says() {
     assert!(checked >= 40, "only {checked} good fixtures found");
 }
 
-#[test]
-fn every_bad_fixture_fails_with_its_class() {
+/// Checks that every bad fixture, read to its end as `read` opens it, fails with the class
+/// its manifest gives and a message naming the file.
+fn check_bad_fixtures<R>(read: impl Fn(&Path) -> arrowsmith::Result<R>)
+where
+    R: Iterator<Item = Result<RecordBatch, arrow_schema::ArrowError>>,
+{
     let mut checked = 0;
     for (name, entry) in manifest() {
         if entry["expect"] != "error" {
@@ -267,13 +271,7 @@ fn every_bad_fixture_fails_with_its_class() {
         }
         let class = entry["error_class"].as_str().unwrap();
         let path = data("jay").join(&name);
-        let outcome = ReaderBuilder::new()
-            .build(&path)
-            .and_then(|reader| reader.collect::<Result<Vec<_>, _>>().map_err(Error::from));
-        let error = match outcome {
-            Ok(_) => panic!("{name}: read without error, expected {class}"),
-            Err(e) => e,
-        };
+        let error = read_error(&name, read(&path));
         assert_eq!(error.class().as_str(), class, "{name}: {error}");
         let text = error.to_string();
         assert!(
@@ -283,6 +281,11 @@ fn every_bad_fixture_fails_with_its_class() {
         checked += 1;
     }
     assert!(checked >= 30, "only {checked} bad fixtures found");
+}
+
+#[test]
+fn every_bad_fixture_fails_with_its_class() {
+    check_bad_fixtures(|path| ReaderBuilder::new().build(path));
 }
 
 #[test]
@@ -511,9 +514,8 @@ impl ByteSource for Unaligned {
 
 /// The Jay file `source` reads, opened by ranges, and what the open fetched.
 fn open_counted<S: ByteSource + 'static>(source: S) -> (Arc<JayFile>, Arc<Counts>) {
-    let source = Counting::new(source);
-    let counts = source.counts();
-    let file = JayFile::open_source(Arc::new(source), false).unwrap();
+    let (source, counts) = counted(source);
+    let file = JayFile::open_source(source, false).unwrap();
     (Arc::new(file), counts)
 }
 
@@ -637,22 +639,11 @@ fn every_fixture_read_by_ranges_equals_its_local_read() {
 
 #[test]
 fn every_bad_fixture_read_by_ranges_fails_with_its_class() {
-    let mut checked = 0;
-    for (name, entry) in manifest() {
-        if entry["expect"] != "error" {
-            continue;
-        }
-        let class = entry["error_class"].as_str().unwrap();
-        let path = data("jay").join(&name);
-        let source = Counting::new(LocalFile::open(&path).unwrap());
-        let outcome = JayFile::open_source(Arc::new(source), false)
-            .and_then(|file| collect(ReaderBuilder::new(), &Arc::new(file)));
-        let error = outcome.expect_err(&name);
-        assert_eq!(error.class().as_str(), class, "{name}: {error}");
-        assert!(error.to_string().contains(&name), "{name}: {error}");
-        checked += 1;
-    }
-    assert!(checked >= 30, "only {checked} bad fixtures found");
+    check_bad_fixtures(|path| {
+        let (source, _) = counted(LocalFile::open(path).unwrap());
+        JayFile::open_source(source, false)
+            .and_then(|file| ReaderBuilder::new().build_from_file(Arc::new(file)))
+    });
 }
 
 #[test]
@@ -857,6 +848,82 @@ fn a_fragment_read_by_ranges_fetches_its_share_of_the_file() {
     }
 }
 
+/// A source that takes a while over every read, as a remote object does.
+#[derive(Debug)]
+struct Slow(LocalFile);
+
+impl ByteSource for Slow {
+    fn location(&self) -> &str {
+        self.0.location()
+    }
+
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> arrowsmith::Result<Vec<Buffer>> {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        self.0.read_ranges(ranges)
+    }
+}
+
+#[test]
+fn a_reader_dropped_mid_read_reads_nothing_after_its_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ten_columns.jay");
+    write_ten_columns(&path, 200_000);
+    let (file, counts) = open_counted(Slow(LocalFile::open(&path).unwrap()));
+    // Large enough a scan to decode its batches ahead, on the pool.
+    let mut reader = ReaderBuilder::new()
+        .with_batch_size(10_000)
+        .build_from_file(file)
+        .unwrap();
+    assert_eq!(reader.next().unwrap().unwrap().num_rows(), 10_000);
+    drop(reader);
+    let (trips, bytes) = (counts.round_trips(), counts.bytes());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        (counts.round_trips(), counts.bytes()),
+        (trips, bytes),
+        "the batches decoded ahead went on reading after the reader was dropped"
+    );
+    assert!(
+        bytes < std::fs::metadata(&path).unwrap().len() / 2,
+        "{bytes} bytes read"
+    );
+}
+
+/// What reading one column by ranges took: the bytes of the column's buffers, the bytes and
+/// round trips of the open, and the bytes and round trips of the read after it.
+struct ColumnRead {
+    column: u64,
+    opened: u64,
+    open_trips: u64,
+    read: u64,
+    read_trips: u64,
+}
+
+/// Opens `source` by ranges, reads its column `c` alone and checks it equals `local`'s.
+#[track_caller]
+fn read_one_column<S: ByteSource + 'static>(
+    source: S,
+    local: &Arc<JayFile>,
+    c: usize,
+) -> ColumnRead {
+    let (file, counts) = open_counted(source);
+    let (opened, open_trips) = (counts.bytes(), counts.round_trips());
+    let builder = ReaderBuilder::new().with_projection([c]);
+    let got = collect(builder.clone(), &file).unwrap();
+    assert_eq!(got, collect(builder, local).unwrap(), "column {c}");
+    ColumnRead {
+        column: column_bytes(local, c),
+        opened,
+        open_trips,
+        read: counts.bytes() - opened,
+        read_trips: counts.round_trips() - open_trips,
+    }
+}
+
 #[test]
 fn a_one_column_projection_fetches_about_that_columns_bytes() {
     let dir = tempfile::tempdir().unwrap();
@@ -865,26 +932,25 @@ fn a_one_column_projection_fetches_about_that_columns_bytes() {
     let size = std::fs::metadata(&path).unwrap().len();
     let local = Arc::new(JayFile::open(&path).unwrap());
     for c in 0..10 {
-        let (file, counts) = open_counted(LocalFile::open(&path).unwrap());
-        let opened = counts.bytes();
-        let builder = ReaderBuilder::new().with_projection([c]);
-        let got = collect(builder.clone(), &file).unwrap();
-        assert_eq!(got, collect(builder, &local).unwrap(), "column {c}");
-        let column = column_bytes(&local, c);
-        let read = counts.bytes() - opened;
+        let r = read_one_column(LocalFile::open(&path).unwrap(), &local, c);
         eprintln!(
-            "column {c} of a {size}-byte file: {column} bytes of buffers; fetched {read} bytes \
-             in {} trips after an open of {opened} bytes",
-            counts.round_trips()
+            "column {c} of a {size}-byte file: {} bytes of buffers; fetched {} bytes in {} \
+             trips after an open of {} bytes",
+            r.column,
+            r.read,
+            r.open_trips + r.read_trips,
+            r.opened
         );
         // A few bytes per batch: starts rounded down to 8, the offset shared by two batches,
         // the byte after a batch's text.
+        let most = r.column + r.column / 100 + 1024;
+        assert!(r.read <= most, "column {c}: {} bytes", r.read);
         assert!(
-            read <= column + column / 100 + 1024,
-            "column {c}: {read} bytes"
+            r.read + r.opened >= r.column,
+            "column {c}: {} bytes",
+            r.read
         );
-        assert!(read + opened >= column, "column {c}: {read} bytes");
-        assert!(read + opened <= column + column / 100 + 1024 + TAIL + 8);
+        assert!(r.read + r.opened <= most + TAIL + 8);
     }
 
     // datatable's own files: a column of wide_1000.jay (1000 columns, 3 rows, a meta larger
@@ -893,38 +959,37 @@ fn a_one_column_projection_fetches_about_that_columns_bytes() {
     let local = Arc::new(JayFile::open(&path).unwrap());
     let meta = local.info().meta_size;
     for c in [0, 1, 2, 3, 500, 998, 999] {
-        let (file, counts) = open_counted(LocalFile::open(&path).unwrap());
-        let opened = counts.bytes();
-        assert_eq!(counts.round_trips(), 2, "the meta is larger than the tail");
-        assert!(opened <= 8 + meta + 16 + 8, "{opened} bytes to open");
-        let builder = ReaderBuilder::new().with_projection([c]);
-        let got = collect(builder.clone(), &file).unwrap();
-        assert_eq!(got, collect(builder, &local).unwrap(), "column {c}");
-        let column = column_bytes(&local, c);
-        let read = counts.bytes() - opened;
+        let r = read_one_column(LocalFile::open(&path).unwrap(), &local, c);
+        assert_eq!(r.open_trips, 2, "the meta is larger than the tail");
+        assert!(r.opened <= 8 + meta + 16 + 8, "{} bytes to open", r.opened);
         eprintln!(
-            "wide_1000.jay column {c}: {column} bytes of buffers; fetched {read} bytes in {} \
-             trips after an open of {opened} bytes ({} bytes in the file)",
-            counts.round_trips() - 2,
+            "wide_1000.jay column {c}: {} bytes of buffers; fetched {} bytes in {} trips after \
+             an open of {} bytes ({} bytes in the file)",
+            r.column,
+            r.read,
+            r.read_trips,
+            r.opened,
             local.info().file_size
         );
-        assert!(read <= column + 16, "column {c}: {read} bytes");
+        assert!(r.read <= r.column + 16, "column {c}: {} bytes", r.read);
     }
     let path = data("jay").join("oldstyle_rbound.jay");
     let bytes = padded(&std::fs::read(&path).unwrap());
     let local = Arc::new(JayFile::open(&path).unwrap());
-    let (file, counts) = open_counted(LocalFile::from_bytes(&path, bytes.clone()));
-    let opened = counts.bytes();
-    let builder = ReaderBuilder::new().with_projection(["I"]);
-    let got = collect(builder.clone(), &file).unwrap();
-    assert_eq!(got, collect(builder, &local).unwrap());
-    let column = column_bytes(&local, 1);
-    let read = counts.bytes() - opened;
+    assert_eq!(local.schema().field(1).name(), "I");
+    let r = read_one_column(LocalFile::from_bytes(&path, bytes.clone()), &local, 1);
     eprintln!(
-        "oldstyle_rbound.jay column I: {column} bytes of buffers; fetched {read} bytes after \
-         an open of {opened} ({} bytes padded)",
+        "oldstyle_rbound.jay column I: {} bytes of buffers; fetched {} bytes after an open of \
+         {} ({} bytes padded)",
+        r.column,
+        r.read,
+        r.opened,
         bytes.len()
     );
-    assert!(read >= column && read <= column + 16, "{read} bytes");
-    assert!(opened <= 8 + TAIL, "{opened} bytes to open");
+    assert!(
+        r.read >= r.column && r.read <= r.column + 16,
+        "{} bytes",
+        r.read
+    );
+    assert!(r.opened <= 8 + TAIL, "{} bytes to open", r.opened);
 }

@@ -33,6 +33,18 @@ use crate::stores::SessionStorage;
 
 /// Format options of one table or one `COPY`, parsed from `'format.*'` keys: the core's own
 /// option values, at their defaults unless a key set them.
+///
+/// Build it with [`default`](Default::default) or [`from_map`](Self::from_map) and set its
+/// public fields; it also carries what the session registered for its stores, which only a
+/// session's format factory sets, so it has no struct literal outside this crate.
+///
+/// ```
+/// use arrowsmith_datafusion::ArrowsmithOptions;
+///
+/// let mut options = ArrowsmithOptions::default();
+/// options.write.jay = arrowsmith::jay::WriterOptions::default()
+///     .with_sentinel_collisions(arrowsmith::CollisionPolicy::AsNull);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ArrowsmithOptions {
     /// Reading: every read setting but the scan's (the DataSeries extent type, the VS
@@ -48,8 +60,7 @@ pub struct ArrowsmithOptions {
     /// ([`register_object_store`](crate::register_object_store)), by store URL: an object is
     /// read or written with its store's when `storage` is empty. The session's format factory
     /// sets them.
-    #[doc(hidden)]
-    pub session_storage: SessionStorage,
+    pub(crate) session_storage: SessionStorage,
 }
 
 /// The core settings a statement gives otherwise than by a `'format.*'` key.

@@ -24,9 +24,8 @@ use object_store::ObjectStore;
 /// The stores of a session registered through [`register_object_store`]: each store's URL and
 /// the storage settings it was built with, those of a table on it whose `OPTIONS` give none.
 /// `Debug` shows the URLs and the settings' keys, never their values.
-#[doc(hidden)]
 #[derive(Debug, Clone, Default)]
-pub struct SessionStorage {
+pub(crate) struct SessionStorage {
     stores: Arc<Vec<(ObjectStoreUrl, StorageOptions)>>,
 }
 

@@ -552,13 +552,11 @@ async fn the_dataframe_api_reads_and_writes() {
             &target,
             None,
             // basic-zlib.ds holds i32::MIN, Jay's NA sentinel: store it as NA rather than fail.
-            ArrowsmithOptions {
-                write: arrowsmith::WriteOptions {
-                    jay: arrowsmith::jay::WriterOptions::default()
-                        .with_sentinel_collisions(arrowsmith::CollisionPolicy::AsNull),
-                    ..Default::default()
-                },
-                ..Default::default()
+            {
+                let mut options = ArrowsmithOptions::default();
+                options.write.jay = arrowsmith::jay::WriterOptions::default()
+                    .with_sentinel_collisions(arrowsmith::CollisionPolicy::AsNull);
+                options
             },
         )
         .await

@@ -7,7 +7,7 @@
 //! list comes from the index, so no extent header is walked. The extent headers (row counts,
 //! sizes, modes) are read in one more batched call when first asked for; a reader of some
 //! extents reads their headers with their bytes. A local file's ranges are slices of its map,
-//! so there all of it is read at once and its headers are checked against the index at open.
+//! so there its headers cost nothing and are checked against the index at open.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use super::extent::{
 use super::types::{ExtentType, INDEX_NAME, XMLTYPE_NAME};
 use crate::error::{Error, ErrorClass, Result};
 use crate::salvage::Skipped;
-use crate::source::{ByteSource, LocalFile};
+use crate::source::{read_exact, read_range_exact, ByteSource, LocalFile, Prefetched};
 
 /// Bytes of the file header (§2).
 pub const HEADER_LEN: usize = 40;
@@ -52,10 +52,10 @@ pub struct ExtentEntry {
 /// An opened DataSeries file: where its bytes are, its types and extent list.
 pub struct DsFile {
     path: Option<PathBuf>,
+    /// Where its bytes are read: a local file itself, else the remote object with what the
+    /// open read held (its head and tail, or all of a small file, in a [`Prefetched`]; all of
+    /// it after a lenient scan), which later reads take their bytes from before asking it.
     source: Arc<dyn ByteSource>,
-    /// What the open read (the head and the tail; all of a small or local file), which later
-    /// reads take their bytes from before asking the source.
-    held: Held,
     /// The file's byte order, from its header.
     pub order: ByteOrder,
     /// Declared types, in XmlType order (sorted by name).
@@ -92,77 +92,6 @@ impl Default for OpenOptions {
             lenient: false,
         }
     }
-}
-
-/// Byte ranges of a file already read, each at its offset.
-#[derive(Default)]
-struct Held(Vec<(u64, Buffer)>);
-
-impl Held {
-    /// `range`, when one held piece covers it (a slice of that piece, no copy).
-    fn get(&self, range: &Range<u64>) -> Option<Buffer> {
-        self.0.iter().find_map(|(at, piece)| {
-            let end = at + piece.len() as u64;
-            (range.start >= *at && range.end <= end).then(|| {
-                piece.slice_with_length(
-                    (range.start - at) as usize,
-                    (range.end - range.start) as usize,
-                )
-            })
-        })
-    }
-
-    /// Each of `ranges`, those not held read from `source` in one batched call.
-    fn read(&self, source: &dyn ByteSource, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
-        let mut out: Vec<Option<Buffer>> = ranges.iter().map(|r| self.get(r)).collect();
-        let missing: Vec<Range<u64>> = ranges
-            .iter()
-            .zip(&out)
-            .filter(|(_, held)| held.is_none())
-            .map(|(r, _)| r.clone())
-            .collect();
-        if !missing.is_empty() {
-            let mut fetched = read_exact(source, &missing)?.into_iter();
-            for slot in out.iter_mut().filter(|slot| slot.is_none()) {
-                *slot = fetched.next();
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
-    }
-}
-
-/// `ranges` of `source` in one call, each checked to be as long as asked (checked against the
-/// source's size first, so nothing is asked past its end).
-fn read_exact(source: &dyn ByteSource, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
-    for range in ranges {
-        crate::source::check_range(source.location(), source.size(), range)?;
-    }
-    let buffers = source.read_ranges(ranges)?;
-    if buffers.len() != ranges.len() {
-        return Err(Error::new(
-            ErrorClass::Io,
-            format!(
-                "{} byte ranges were asked for and {} came back",
-                ranges.len(),
-                buffers.len()
-            ),
-        ));
-    }
-    for (range, buffer) in ranges.iter().zip(&buffers) {
-        if buffer.len() as u64 != range.end - range.start {
-            return Err(Error::new(
-                ErrorClass::Io,
-                format!(
-                    "a read of bytes {}..{} gave {} bytes",
-                    range.start,
-                    range.end,
-                    buffer.len()
-                ),
-            )
-            .at_offset(range.start));
-        }
-    }
-    Ok(buffers)
 }
 
 impl DsFile {
@@ -210,9 +139,7 @@ impl DsFile {
     /// The bytes of each of `ranges`, in one batched read of those the open did not already
     /// read. An error names the file and the offset of the range that failed.
     pub fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
-        self.held
-            .read(self.source.as_ref(), ranges)
-            .map_err(|e| self.err(e))
+        read_exact(self.source.as_ref(), ranges).map_err(|e| self.err(e))
     }
 
     fn from_source(
@@ -224,21 +151,14 @@ impl DsFile {
         if size < (HEADER_LEN + TRAILER_LEN) as u64 {
             return Err(too_small(size));
         }
-        let mut held = Held::default();
-        if source.is_local() || size <= HEAD_GUESS + TAIL_GUESS {
-            held.0.push((
-                0,
-                read_exact(source.as_ref(), std::slice::from_ref(&(0..size)))?.remove(0),
-            ));
-        } else {
-            let ranges = [0..HEAD_GUESS, size - TAIL_GUESS..size];
-            let pieces = read_exact(source.as_ref(), &ranges)?;
-            held.0.extend(ranges.iter().map(|r| r.start).zip(pieces));
-        }
+        // A local file's ranges are slices of its map: nothing to hold.
+        let source = match source.is_local() {
+            true => source,
+            false => Arc::new(Prefetched::fetch_ends(source, HEAD_GUESS, TAIL_GUESS)?),
+        };
         let mut f = DsFile {
             path,
             source,
-            held,
             order: ByteOrder::Little,
             types: Vec::new(),
             entries: Vec::new(),
@@ -247,14 +167,12 @@ impl DsFile {
             warnings: Vec::new(),
             damaged: Vec::new(),
         };
-        let head = f.held.get(&(0..HEADER_LEN as u64)).unwrap_or_default();
+        let read = |range: Range<u64>| read_range_exact(f.source.as_ref(), range);
+        let head = read(0..HEADER_LEN as u64)?;
         f.order = header_order(&head)?;
         // The XmlType extent's header (the head read holds it: a header is at most 284 bytes).
         let header_end = size.min(HEAD_GUESS);
-        let first_header = f
-            .held
-            .get(&(HEADER_LEN as u64..header_end))
-            .unwrap_or_default();
+        let first_header = read(HEADER_LEN as u64..header_end)?;
         let first = parse_extent_header(&first_header, f.order, HEADER_LEN as u64, size)?;
         if first.type_name != XMLTYPE_NAME {
             return Err(Error::new(
@@ -267,7 +185,7 @@ impl DsFile {
             .at_offset(HEADER_LEN as u64));
         }
         let trailer_at = size - TRAILER_LEN as u64;
-        let trailer_bytes = f.held.get(&(trailer_at..size)).unwrap_or_default();
+        let trailer_bytes = read(trailer_at..size)?;
         let trailer = parse_trailer(&trailer_bytes, trailer_at, f.order);
         // The XmlType extent and the index whole, in one read of what the first did not hold.
         let xmltype_range = first.offset..first.offset + first.len as u64;
@@ -396,7 +314,9 @@ impl DsFile {
         let headers = lenient_scan(self, &bytes, first);
         self.entries = headers.iter().map(entry_of).collect();
         self.headers = OnceLock::from(headers);
-        self.held = Held(vec![(0, bytes)]);
+        if !self.source.is_local() {
+            self.source = Arc::new(Prefetched::whole(Arc::clone(&self.source), bytes));
+        }
         Ok(())
     }
 

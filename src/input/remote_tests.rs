@@ -633,8 +633,7 @@ fn a_jay_dataseries_or_vs_object_opens_by_url_in_one_open_and_two_reads() {
         let first = reader.next().unwrap().unwrap();
         assert!(first.num_rows() > 0, "{name}");
         let schema = reader.schema();
-        // Read to its end: a dropped pipelined reader's jobs would still be reading, and
-        // counted as Input::open's.
+        // Read to its end; the requests after it are Input::open's alone.
         reader.for_each(|batch| drop(batch.unwrap()));
         // Input::open alike: its schema comes from the bytes the open fetched.
         let before = requests(&object).len();

@@ -11,7 +11,7 @@ use super::mapping::Storage;
 use super::meta::{self, BufferRange, ColumnInfo, Envelope, FileBytes, Parsed, FOOTER_LEN};
 use crate::error::{Error, ErrorClass, Result};
 use crate::mapped::aligned_copy;
-use crate::source::ByteSource;
+use crate::source::{read_exact, read_range_exact, ByteSource};
 
 /// Bytes of the tail fetched with the header when a file is opened: the meta of a frame of
 /// several hundred columns, and all of a small file, in the first round trip.
@@ -100,30 +100,8 @@ pub(crate) fn fetch(
     if wanted.is_empty() {
         return Ok(());
     }
-    let buffers = source.read_ranges(&wanted)?;
-    if buffers.len() != wanted.len() {
-        return Err(Error::new(
-            ErrorClass::Io,
-            format!(
-                "a read of {} ranges gave {} buffers",
-                wanted.len(),
-                buffers.len()
-            ),
-        ));
-    }
+    let buffers = read_exact(source, &wanted)?;
     for (range, bytes) in wanted.into_iter().zip(buffers) {
-        if bytes.len() as u64 != range.end - range.start {
-            return Err(Error::new(
-                ErrorClass::Io,
-                format!(
-                    "a read of bytes {}..{} gave {} bytes",
-                    range.start,
-                    range.end,
-                    bytes.len()
-                ),
-            )
-            .at_offset(range.start));
-        }
         into.insert(range.start, bytes);
     }
     Ok(())
@@ -154,7 +132,7 @@ pub(crate) fn open(source: &dyn ByteSource) -> Result<(Pieces, Parsed)> {
     let meta_from = envelope.meta_start & !7;
     if meta_from < tail_start {
         // The meta is larger than the tail: fetch the rest, kept as one piece with the tail.
-        let rest = source.read_range(meta_from..tail_start)?;
+        let rest = read_range_exact(source, meta_from..tail_start)?;
         let tail = part(&held, tail_start, size - tail_start);
         let mut joined = Vec::with_capacity(rest.len() + tail.len());
         joined.extend_from_slice(&rest);

@@ -163,5 +163,64 @@ pub(crate) fn check_range(location: &str, size: u64, range: &Range<u64>) -> Resu
     Ok(())
 }
 
+/// Reads `ranges` of `source` in one call and checks that every range came back whole: each
+/// range is checked against the source's size first (nothing is asked past its end), and a
+/// source that gives fewer ranges or fewer bytes than asked (an object changed while it was
+/// read, a server that cut a response) is an error naming the source, the range's offset and
+/// the bytes expected and given, never a short buffer a reader would misparse or ask for again.
+pub(crate) fn read_exact(source: &dyn ByteSource, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+    let location = source.location();
+    for range in ranges {
+        check_range(location, source.size(), range)?;
+    }
+    let buffers = source.read_ranges(ranges).map_err(|e| {
+        let e = e.with_file(location);
+        match ranges {
+            [only] => e.at_offset(only.start),
+            _ => e,
+        }
+    })?;
+    if buffers.len() != ranges.len() {
+        return Err(Error::new(
+            ErrorClass::Io,
+            format!(
+                "{} byte {} asked for and {} came back",
+                ranges.len(),
+                if ranges.len() == 1 {
+                    "range was"
+                } else {
+                    "ranges were"
+                },
+                buffers.len()
+            ),
+        )
+        .with_file(location));
+    }
+    for (range, buffer) in ranges.iter().zip(&buffers) {
+        let expected = range.end - range.start;
+        if buffer.len() as u64 != expected {
+            return Err(Error::new(
+                ErrorClass::Io,
+                format!(
+                    "a read of bytes {}..{} gave {} bytes, not {expected}; the object may \
+                     have changed while it was read",
+                    range.start,
+                    range.end,
+                    buffer.len()
+                ),
+            )
+            .with_file(location)
+            .at_offset(range.start));
+        }
+    }
+    Ok(buffers)
+}
+
+/// Reads one range of `source`, checked as [`read_exact`] checks it.
+pub(crate) fn read_range_exact(source: &dyn ByteSource, range: Range<u64>) -> Result<Buffer> {
+    let mut buffers = read_exact(source, std::slice::from_ref(&range))?;
+    Ok(buffers.remove(0))
+}
+
 #[cfg(test)]
 mod tests;

@@ -28,18 +28,37 @@ pub(crate) struct Prefetched {
 }
 
 impl Prefetched {
-    /// Fetches the head and tail of `inner` in one round trip.
+    /// Fetches the head and tail of `inner` in one round trip: as much of each as a
+    /// single-file reader opens with.
     pub(crate) fn fetch(inner: Arc<dyn ByteSource>) -> Result<Prefetched> {
+        Self::fetch_ends(inner, HEAD, TAIL)
+    }
+
+    /// Fetches the first `head` and last `tail` bytes of `inner` in one round trip (the whole
+    /// object when it is no larger than both).
+    pub(crate) fn fetch_ends(
+        inner: Arc<dyn ByteSource>,
+        head: u64,
+        tail: u64,
+    ) -> Result<Prefetched> {
         let size = inner.size();
         let whole = 0..size;
-        let ranges = if size <= HEAD + TAIL {
+        let ranges = if size <= head + tail {
             vec![whole]
         } else {
-            vec![0..HEAD, size - TAIL..size]
+            vec![0..head, size - tail..size]
         };
         let pieces = inner.read_ranges(&ranges)?;
         let held = ranges.iter().map(|r| r.start).zip(pieces).collect();
         Ok(Prefetched { inner, held })
+    }
+
+    /// `inner` with all of its bytes held: `bytes`, read already.
+    pub(crate) fn whole(inner: Arc<dyn ByteSource>, bytes: Buffer) -> Prefetched {
+        Prefetched {
+            inner,
+            held: vec![(0, bytes)],
+        }
     }
 
     /// The first bytes of the object, up to `len`.

@@ -127,7 +127,17 @@ fn a_url_is_shown_without_its_credentials() {
         "abfss://container@account.dfs.core.windows.net/t.jay"
     );
     assert_eq!(shown("https://token@host/x"), "https://host/x");
+    // A scheme is the same in any case: an upper-case one hides its token too.
+    assert_eq!(shown("HTTPS://token@host/x"), "HTTPS://host/x");
+    assert_eq!(shown("Http://user:pw@host/x?sv=1&sig=S"), "Http://host/x");
     assert_eq!(shown("s3://bucket/key.jay"), "s3://bucket/key.jay");
+    assert_eq!(shown("gs://bucket"), "gs://bucket");
+    assert_eq!(
+        shown("https://user:pw@host:8080/p/f.jay?sig=abc#x"),
+        "https://host:8080/p/f.jay"
+    );
+    // A password goes with the user it belongs to, whatever the scheme.
+    assert_eq!(shown("az://c:pw@acct/f?sv=1"), "az://acct/f");
     assert_eq!(shown("data/x@y.jay"), "data/x@y.jay");
     let error = Error::invalid_argument("gone").with_file("http://u:hunter2@h/x.jay");
     assert!(!error.to_string().contains("hunter2"), "{error}");
@@ -184,4 +194,67 @@ fn the_urls_in_a_message_are_shown_without_their_credentials() {
     for text in unchanged {
         assert_eq!(urls_shown(text), text);
     }
+}
+
+/// A source that drops the last byte of every range it reads after its first `whole` ranges,
+/// as a server that cuts a response short, or gives no ranges at all when `none`.
+#[derive(Debug)]
+struct Cut {
+    inner: LocalFile,
+    whole: usize,
+    none: bool,
+}
+
+impl ByteSource for Cut {
+    fn location(&self) -> &str {
+        self.inner.location()
+    }
+
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+        if self.none {
+            return Ok(Vec::new());
+        }
+        let buffers = self.inner.read_ranges(ranges)?;
+        Ok(buffers
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| match i < self.whole {
+                true => b,
+                false => b.slice_with_length(0, b.len().saturating_sub(1)),
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn a_checked_read_names_the_source_offset_and_lengths_of_a_range_that_came_back_short() {
+    let cut = |whole, none| Cut {
+        inner: LocalFile::from_bytes("s3://bucket/object.bin", vec![5u8; 100]),
+        whole,
+        none,
+    };
+    let whole = read_exact(&cut(2, false), &[0..10, 40..60]).unwrap();
+    assert_eq!(whole.iter().map(Buffer::len).collect::<Vec<_>>(), [10, 20]);
+
+    let error = read_exact(&cut(1, false), &[0..10, 40..60]).unwrap_err();
+    assert_eq!(error.class(), ErrorClass::Io);
+    assert_eq!(error.offset(), Some(40));
+    assert_eq!(error.file(), Some(Path::new("s3://bucket/object.bin")));
+    let text = error.to_string();
+    assert!(text.contains("40..60 gave 19 bytes, not 20"), "{text}");
+
+    let error = read_range_exact(&cut(0, true), 3..4).unwrap_err();
+    assert!(error
+        .to_string()
+        .contains("1 byte range was asked for and 0 came back"));
+    assert_eq!(error.file(), Some(Path::new("s3://bucket/object.bin")));
+
+    // Past the end: refused before the source is asked.
+    let error = read_range_exact(&cut(0, true), 90..101).unwrap_err();
+    assert_eq!(error.class(), ErrorClass::BufferOutOfBounds);
+    assert_eq!(error.offset(), Some(90));
 }

@@ -15,7 +15,7 @@ use object_store::path::Path;
 use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
-use crate::redact::{shown_url, Redactor};
+use crate::redact::Redactor;
 use crate::runtime::cached_store;
 
 /// Settings of ours beside object_store's keys: how often and how long a failed request is
@@ -53,7 +53,9 @@ impl std::fmt::Debug for Target {
 /// Resolves `url` with `options`; an unknown key or a URL object_store does not recognise is
 /// an error naming it.
 pub(crate) fn resolve(url: &str, options: &StorageOptions) -> Result<Target> {
-    let shown = shown_url(url);
+    let shown = arrowsmith::source::shown_url(std::path::Path::new(url))
+        .to_string_lossy()
+        .into_owned();
     let redactor = Redactor::new(options);
     let invalid = |message: String| {
         Error::new(ErrorClass::InvalidArgument, message).with_file(shown.as_str())

@@ -9,7 +9,7 @@ use arrowsmith::{Error, Result};
 use futures_util::StreamExt;
 use object_store::ObjectStoreExt;
 
-use crate::config::resolve;
+use crate::config::{resolve, Target};
 use crate::failure::{failure, remote_error, Failure};
 use crate::object::RemoteFile;
 use crate::prefix::RemoteDir;
@@ -44,16 +44,9 @@ impl Storage for ObjectStoreStorage {
         if !target.listable {
             return Ok(RemoteEntry::Missing);
         }
-        let store = target.store.clone();
-        let path = target.path.clone();
-        let first = run(async move {
-            let prefix = (!path.as_ref().is_empty()).then_some(path);
-            store.list(prefix.as_ref()).next().await
-        })?;
-        match first {
-            Some(Ok(_)) => Ok(RemoteEntry::Prefix),
+        match first_key(&target, "list the prefix")? {
+            Some(_) => Ok(RemoteEntry::Prefix),
             None => Ok(RemoteEntry::Missing),
-            Some(Err(e)) => Err(remote_error(&target, "list the prefix", &e)),
         }
     }
 
@@ -73,15 +66,8 @@ impl Storage for ObjectStoreStorage {
                 Err(e) => return Err(remote_error(&target, "open the object", &e)),
             }
         }
-        let store = target.store.clone();
-        let path = target.path.clone();
-        let first = run(async move {
-            let prefix = (!path.as_ref().is_empty()).then_some(path);
-            store.list(prefix.as_ref()).next().await
-        })?;
-        match first {
-            Some(Ok(_)) => Ok(RemoteOpened::Prefix(Arc::new(RemoteDir::new(target)))),
-            Some(Err(e)) => Err(remote_error(&target, "open the object", &e)),
+        match first_key(&target, "open the object")? {
+            Some(_) => Ok(RemoteOpened::Prefix(Arc::new(RemoteDir::new(target)))),
             None => Err(Error::from(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 "could not open the object: there is no object at this URL, and no objects \
@@ -105,4 +91,20 @@ impl Storage for ObjectStoreStorage {
             Err(e) => Err(remote_error(&target, "delete the object", &e)),
         }
     }
+}
+
+/// The first key under `target` as a prefix (the whole store when its path is empty), from
+/// one listing that stops at one key; `None` when there is none. A failed listing is an error
+/// saying it could not do `what`.
+fn first_key(target: &Target, what: &str) -> Result<Option<object_store::path::Path>> {
+    let store = target.store.clone();
+    let path = target.path.clone();
+    let first = run(async move {
+        let prefix = (!path.as_ref().is_empty()).then_some(path);
+        store.list(prefix.as_ref()).next().await
+    })?;
+    first
+        .transpose()
+        .map(|meta| meta.map(|meta| meta.location))
+        .map_err(|e| remote_error(target, what, &e))
 }

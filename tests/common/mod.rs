@@ -8,6 +8,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::ArrowError;
+use arrowsmith::source::{ByteSource, Counting, Counts};
 
 pub mod ds2txt;
 
@@ -75,4 +80,36 @@ pub fn assert_fetched_within_share(what: impl std::fmt::Display, fetched: u64, s
         "{what}: fetched {fetched} bytes, more than {bound} (1.25 × its share of {share} bytes \
          + 64 KiB)"
     );
+}
+
+/// `source` as a reader sees a remote object (a counted source is not local, so it is read by
+/// ranges), and the counts of the requests reading it takes.
+pub fn counted<S: ByteSource + 'static>(source: S) -> (Arc<dyn ByteSource>, Arc<Counts>) {
+    let source = Counting::new(source);
+    let counts = source.counts();
+    (Arc::new(source), counts)
+}
+
+/// The error a read fails with: `reader` (a built reader, or the error building it) read to
+/// its end. Panics, naming `what`, when it reads without error.
+#[track_caller]
+pub fn read_error<R>(
+    what: impl std::fmt::Display,
+    reader: arrowsmith::Result<R>,
+) -> arrowsmith::Error
+where
+    R: Iterator<Item = Result<RecordBatch, ArrowError>>,
+{
+    let read = reader.and_then(|reader| {
+        reader
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(arrowsmith::Error::from_arrow_owned)
+    });
+    match read {
+        Ok(batches) => {
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            panic!("{what}: read {rows} rows without error, expected one")
+        }
+        Err(error) => error,
+    }
 }

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use arrow_buffer::{Buffer, MutableBuffer};
 
-use crate::error::{Error, ErrorClass, Result};
-use crate::source::ByteSource;
+use crate::error::Result;
+use crate::source::{read_range_exact, ByteSource};
 use crate::vs::codec::{Block, Blocks, EofMode};
 
 /// Bytes read when a file is opened by ranges: its header and meta block in one round trip.
@@ -96,7 +96,7 @@ impl FileBytes {
                 .map_err(|e| e.with_file(source.location()))?
         } else {
             // The 4-byte header at least, which is checked before the walk.
-            read_exact(source.as_ref(), 0..size.min(windows.open.max(4)))?
+            read_range_exact(source.as_ref(), 0..size.min(windows.open.max(4)))?
         };
         Ok(FileBytes {
             head,
@@ -136,7 +136,9 @@ impl FileBytes {
             .source
             .as_ref()
             .expect("a file not wholly in memory has a source");
-        read_exact(source.as_ref(), range)
+        // A walk that wants bytes it was not given would ask for them again, forever: the
+        // read is checked to be whole.
+        read_range_exact(source.as_ref(), range)
     }
 
     /// Walks the blocks from offset `start` and calls `visit` with each until it breaks: over
@@ -177,34 +179,6 @@ impl FileBytes {
             window = (window * 2).min(self.windows.read);
         }
     }
-}
-
-/// Bytes `range` of `source`, in one round trip; errors name the source and the offset.
-fn read_exact(source: &dyn ByteSource, range: Range<u64>) -> Result<Buffer> {
-    let bytes = source.read_range(range.clone()).map_err(|e| {
-        let e = e.with_file(source.location());
-        if e.offset().is_none() {
-            e.at_offset(range.start)
-        } else {
-            e
-        }
-    })?;
-    // A walk that wants bytes it was not given would ask for them again, forever.
-    if bytes.len() as u64 != range.end - range.start {
-        return Err(Error::new(
-            ErrorClass::Io,
-            format!(
-                "a read of bytes {}..{} gave {} bytes; the object may have changed while it \
-                 was read",
-                range.start,
-                range.end,
-                bytes.len()
-            ),
-        )
-        .with_file(source.location())
-        .at_offset(range.start));
-    }
-    Ok(bytes)
 }
 
 impl Window {
