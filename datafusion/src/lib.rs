@@ -86,7 +86,7 @@ const FORMATS: &[(Format, &[&str])] = &[
 ];
 
 /// arrowsmith on a [`SessionContext`]: registration, and `read_*` helpers in the manner of
-/// [`SessionContext::read_parquet`].
+/// `SessionContext::read_parquet`.
 #[async_trait]
 pub trait SessionContextArrowsmithExt {
     /// Registers every arrowsmith format for `CREATE EXTERNAL TABLE`, `COPY … TO` and paths
