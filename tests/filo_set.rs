@@ -567,8 +567,8 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
             let what = format!("chunks {chunks:?}, columns {columns:?}");
             assert_eq!(counts.bytes(), schema_bytes + share, "{what}");
             assert_fetched_within_share(&what, counts.bytes(), share);
-            // One request for schema.json, then one per chunk.
-            assert_eq!(counts.round_trips(), 1 + chunks.len() as u64, "{what}");
+            // One request for schema.json, then one for all the fragment's chunks.
+            assert_eq!(counts.round_trips(), 2, "{what}");
         }
     }
     // A one-column projection of the whole set fetches that column's files.
@@ -582,8 +582,23 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
         assert_eq!(rows, 24_000);
         let column = file_bytes(&path, 0..24, &[c]);
         assert_eq!(counts.bytes(), schema_bytes + column, "column {c}");
+        assert_eq!(
+            counts.round_trips(),
+            2,
+            "column {c}: schema.json, then its 24 files"
+        );
         assert!(whole > fetch_bound(column), "column {c}");
     }
+    // A limit fetches the chunks that hold its rows, and no more.
+    let (set, counts) = open_counted(&path);
+    let reader = ReaderBuilder::new().with_limit(1500);
+    let rows: usize = scan_opened(&set.unwrap(), reader)
+        .into_iter()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, 1500);
+    assert_eq!(counts.bytes(), schema_bytes + file_bytes(&path, 0..2, &all));
+    assert_eq!(counts.round_trips(), 2);
 }
 
 #[test]
