@@ -20,7 +20,7 @@ use crate::source::{
     register_storage, ByteSource, LocalDir, ObjectSource, ObjectWrite, RemoteEntry, Storage,
     StorageOptions,
 };
-use crate::{Format, Fragment, Input, ScanOptions};
+use crate::{Format, Fragment, FragmentRange, Input, ScanOptions};
 
 /// What the test storage did, in order, for one test's scratch directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -589,6 +589,58 @@ fn a_one_column_projection_of_a_remote_parquet_file_fetches_its_footer_and_that_
         "fetched {fetched} bytes of {size}: ids {ids}, hashes {hashes}"
     );
     assert!(counts.round_trips() <= 1 + 4, "{}", counts.round_trips());
+}
+
+#[test]
+fn a_remote_parquet_row_group_fetches_its_projected_column_chunks_in_one_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.parquet");
+    write_ecosystem(&path, Format::Parquet, &three_columns(200_000), 50_000);
+    let info = crate::ecosystem::parquet::describe(&path).unwrap();
+    assert_eq!(info.num_row_groups, 4);
+    let size = path.metadata().unwrap().len();
+    let tail = size.min(64 << 10);
+    let read = |range: Option<FragmentRange>, columns: &[&str]| {
+        let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+        let counts = source.counts();
+        let scan = ScanOptions {
+            projection: Some(crate::scan::Projection::Names(
+                columns.iter().map(|c| c.to_string()).collect(),
+            )),
+            range,
+            ..Default::default()
+        };
+        let reader = crate::ecosystem::open_source(Arc::new(source), Format::Parquet, &scan);
+        let rows: usize = batches(reader)
+            .unwrap()
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum();
+        (rows, counts)
+    };
+    // One row group of three columns: the tail (with the footer), then its three chunks.
+    let group = &info.row_groups[1];
+    let (rows, counts) = read(
+        Some(FragmentRange::RowGroups { start: 1, end: 2 }),
+        &["ids", "names", "hashes"],
+    );
+    assert_eq!(rows, 50_000);
+    assert_eq!(counts.round_trips(), 2, "{counts:?}");
+    assert_eq!(counts.bytes(), tail + group.compressed_size as u64);
+    // Two of the three columns of every row group: a round trip each, the third not fetched.
+    let (rows, counts) = read(None, &["hashes", "ids"]);
+    assert_eq!(rows, 200_000);
+    assert_eq!(counts.round_trips(), 1 + 4, "{counts:?}");
+    let names: u64 = info
+        .row_groups
+        .iter()
+        .map(|g| g.columns[1].compressed_size as u64)
+        .sum();
+    assert!(
+        counts.bytes() <= size - names + tail,
+        "{} of {size}, names {names}",
+        counts.bytes()
+    );
 }
 
 #[test]
