@@ -644,6 +644,55 @@ fn a_remote_parquet_row_group_fetches_its_projected_column_chunks_in_one_round_t
 }
 
 #[test]
+fn a_fragment_of_a_remote_arrow_ipc_file_fetches_its_footer_and_its_batches_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    write_ecosystem(&path, Format::Arrow, &three_columns(50_000), 5_000);
+    let info = crate::ecosystem::ipc::describe_file(&path).unwrap();
+    assert_eq!(info.batches.len(), 10);
+    let bytes = std::fs::read(&path).unwrap();
+    let size = bytes.len() as u64;
+    let footer_len = u64::from(u32::from_le_bytes(
+        bytes[bytes.len() - 10..bytes.len() - 6].try_into().unwrap(),
+    ));
+    // Its length and magic, then the footer (with the schema) and them again.
+    let footer = 10 + footer_len + 10;
+    let read = |range: Option<FragmentRange>| {
+        let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+        let counts = source.counts();
+        let scan = ScanOptions {
+            range,
+            ..Default::default()
+        };
+        let reader = crate::ecosystem::open_source(Arc::new(source), Format::Arrow, &scan);
+        let rows: usize = batches(reader)
+            .unwrap()
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum();
+        (rows, counts)
+    };
+    let block = |b: &crate::ecosystem::ipc::IpcBatch| b.metadata_length + b.body_length;
+    for (start, end) in [(0, 1), (3, 5), (9, 10)] {
+        let (rows, counts) = read(Some(FragmentRange::Batches { start, end }));
+        assert_eq!(rows, 5_000 * (end - start) as usize);
+        let share: u64 = info.batches[start as usize..end as usize]
+            .iter()
+            .map(block)
+            .sum();
+        assert!(share * 4 < size, "a fragment is a small part of the file");
+        assert_eq!(counts.bytes(), footer + share, "batches {start}..{end}");
+        assert_eq!(counts.round_trips(), 3, "batches {start}..{end}");
+    }
+    // The whole file: its batches in one request.
+    let (rows, counts) = read(None);
+    assert_eq!(rows, 50_000);
+    let all: u64 = info.batches.iter().map(block).sum();
+    assert_eq!(counts.bytes(), footer + all);
+    assert_eq!(counts.round_trips(), 3);
+}
+
+#[test]
 fn a_jay_dataseries_or_vs_object_opens_by_url_in_one_open_and_two_reads() {
     let url = scratch("open_trips");
     let dir = storage().scratch.path().join("open_trips");
