@@ -470,6 +470,68 @@ fn every_bcolz_dataset_and_filo_set_reads_through_a_prefix_url_as_it_reads_local
     assert_eq!(input.format(), Format::Bcolz);
 }
 
+#[test]
+fn a_projected_read_of_a_remote_ctable_opens_only_the_projected_columns_metadata() {
+    let url = scratch("bcolz_projection");
+    let dir = storage().scratch.path().join("bcolz_projection");
+    let table = format!("{url}/t.bcolz");
+    write_ecosystem(
+        &dir.join("t.bcolz"),
+        Format::Bcolz,
+        &three_columns(20_000),
+        20_000,
+    );
+    let read = |columns: &str| {
+        let mut options = ReadOptions::default();
+        options.set("columns", columns).unwrap();
+        let start = storage().requests.lock().unwrap().len();
+        let there = batches(crate::open(&table, &options)).unwrap();
+        let here = batches(crate::open(dir.join("t.bcolz"), &options)).unwrap();
+        assert_eq!(there, here, "{columns}");
+        let requests = storage().requests.lock().unwrap();
+        let keys: Vec<String> = requests[start..]
+            .iter()
+            .filter_map(|(u, _)| u.strip_prefix(&format!("{table}/")))
+            .map(str::to_owned)
+            .collect();
+        keys
+    };
+    let of_column = |keys: &[String], name: &str| {
+        let mut of: Vec<String> = keys
+            .iter()
+            .filter(|k| k.starts_with(&format!("{name}/")) && !k.contains("/data/"))
+            .cloned()
+            .collect();
+        of.sort();
+        of
+    };
+    let meta = |name: &str| {
+        ["__attrs__", "meta/sizes", "meta/storage"]
+            .iter()
+            .map(|k| format!("{name}/{k}"))
+            .collect::<Vec<_>>()
+    };
+    // The last column: its metadata and the first column's (the ctable's length), not the
+    // middle one's.
+    let keys = read("hashes");
+    assert_eq!(of_column(&keys, "hashes"), meta("hashes"), "{keys:?}");
+    assert_eq!(of_column(&keys, "ids"), meta("ids"), "{keys:?}");
+    assert!(of_column(&keys, "names").is_empty(), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.starts_with("ids/data/")), "{keys:?}");
+    // Every column read: every column's metadata.
+    let keys = read("ids,names,hashes");
+    for name in ["ids", "names", "hashes"] {
+        assert_eq!(of_column(&keys, name), meta(name), "{keys:?}");
+    }
+    // A column the ctable lacks is named in the error with every column, as locally.
+    let mut options = ReadOptions::default();
+    options.set("columns", "nope").unwrap();
+    let e = batches(crate::open(&table, &options))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"names\""), "{e}");
+}
+
 /// A Jay or DataSeries file of `rows` rows at `path`: large enough that its head and tail
 /// are a small part of it.
 fn write_rows(path: &Path, format: Format, rows: i64) {
