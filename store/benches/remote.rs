@@ -33,7 +33,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::source::{
     register_storage, registered_storage, ByteSource, Counting, CountingObjects, Counts,
-    ObjectSource, ObjectWrite, RemoteEntry, Storage, StorageOptions,
+    ObjectSource, ObjectWrite, RemoteEntry, RemoteOpened, Storage, StorageOptions,
 };
 use arrowsmith::{Format, Projection, ReadOptions, Result, WriteOptions};
 use arrowsmith_store::ObjectStoreStorage;
@@ -129,6 +129,14 @@ impl CountingStorage {
     }
 }
 
+impl CountingStorage {
+    fn counted_prefix(&self, prefix: Arc<dyn ObjectSource>) -> Arc<dyn ObjectSource> {
+        let prefix = CountingObjects::new(SharedPrefix(prefix));
+        self.prefixes.lock().unwrap().push(prefix.counts());
+        Arc::new(prefix)
+    }
+}
+
 impl Storage for CountingStorage {
     fn open_file(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
         self.lookups.fetch_add(1, Ordering::Relaxed);
@@ -140,9 +148,23 @@ impl Storage for CountingStorage {
     }
 
     fn open_dir(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ObjectSource>> {
-        let prefix = CountingObjects::new(SharedPrefix(self.inner.open_dir(url, options)?));
-        self.prefixes.lock().unwrap().push(prefix.counts());
-        Ok(Arc::new(prefix))
+        Ok(self.counted_prefix(self.inner.open_dir(url, options)?))
+    }
+
+    /// The store's own: a HEAD, and a listing only when there is no object.
+    fn open_entry(&self, url: &str, options: &StorageOptions) -> Result<RemoteOpened> {
+        let opened = self.inner.open_entry(url, options)?;
+        Ok(match opened {
+            RemoteOpened::Object(object) => {
+                self.lookups.fetch_add(1, Ordering::Relaxed);
+                let object = Counting::with_counts(SharedObject(object), Arc::clone(&self.objects));
+                RemoteOpened::Object(Arc::new(object))
+            }
+            RemoteOpened::Prefix(prefix) => {
+                self.lookups.fetch_add(2, Ordering::Relaxed);
+                RemoteOpened::Prefix(self.counted_prefix(prefix))
+            }
+        })
     }
 
     fn stat(&self, url: &str, options: &StorageOptions) -> Result<RemoteEntry> {
