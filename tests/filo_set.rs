@@ -640,3 +640,40 @@ fn missing_and_damaged_objects_through_an_object_source() {
         "{err}"
     );
 }
+
+#[test]
+fn a_remote_set_fetches_chunks_in_requests_of_at_most_64_mib() {
+    // Ten chunks of 2^19 strings: before any file is fetched a string is reckoned at 32
+    // bytes, so the first request takes four chunks (64 MiB); the files are tiny (one
+    // constant string each), so the next request takes the other six.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strings.filo");
+    let chunk = 1 << 19;
+    let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+    let mut writer = Writer::try_new(
+        &path,
+        schema.clone(),
+        WriterOptions::default().with_chunk_size(chunk),
+    )
+    .unwrap();
+    let values: ArrayRef = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+        "x", chunk,
+    )));
+    let batch = RecordBatch::try_new(schema, vec![values]).unwrap();
+    for _ in 0..10 {
+        writer.write(&batch).unwrap();
+    }
+    writer.finish().unwrap();
+    let (set, counts) = open_counted(&path);
+    let rows: usize = scan_opened(&set.unwrap(), ReaderBuilder::new())
+        .into_iter()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, 10 * chunk);
+    assert_eq!(counts.ranges(), 1 + 10, "schema.json and the ten files");
+    assert_eq!(
+        counts.round_trips(),
+        1 + 2,
+        "schema.json, then 4 chunks, then 6"
+    );
+}
