@@ -253,7 +253,7 @@ fn as_points(batch: &RecordBatch) -> RecordBatch {
 }
 
 /// Writes the table of `rows` rows as `format` at `path`, cut into enough units (extents,
-/// chunks) for [`FRAGMENTS`] fragments and more.
+/// chunks, row groups, IPC batches) for [`FRAGMENTS`] fragments and more.
 fn write(path: &Path, format: Format, rows: usize) {
     let mut options = WriteOptions {
         format: Some(format),
@@ -266,6 +266,7 @@ fn write(path: &Path, format: Format, rows: usize) {
     let chunk = rows.div_ceil(2 * FRAGMENTS).max(1);
     options.bcolz = options.bcolz.with_chunklen(chunk as u64);
     options.filo = options.filo.with_chunk_size(chunk);
+    options.row_group_size = Some(chunk);
     let shape = |b: RecordBatch| {
         if format == Format::Vs {
             as_points(&b)
@@ -399,6 +400,8 @@ fn main() {
         (Format::Vs, "t.vs", false),
         (Format::Bcolz, "t.bcolz", true),
         (Format::Filo, "t.filo", true),
+        (Format::Parquet, "t.parquet", false),
+        (Format::Arrow, "t.arrow", false),
     ] {
         let local = dir.path().join(name);
         write(&local, format, rows);
