@@ -752,6 +752,30 @@ fn a_fragment_of_a_remote_arrow_ipc_file_fetches_its_footer_and_its_batches_only
     let all: u64 = info.batches.iter().map(block).sum();
     assert_eq!(counts.bytes(), footer + all);
     assert_eq!(counts.round_trips(), 3);
+    // A dictionary's block is fetched when the file is opened, in a round trip of its own.
+    let path = dir.path().join("d.arrow");
+    let keys = arrow_array::Int32Array::from_iter_values((0..20_000).map(|i| i % 3));
+    let values = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+    let dictionary = arrow_array::Int32DictionaryArray::try_new(keys, values).unwrap();
+    let batch = RecordBatch::try_from_iter([("d", Arc::new(dictionary) as _)]).unwrap();
+    write_ecosystem(&path, Format::Arrow, &batch, 5_000);
+    let range = FragmentRange::Batches { start: 1, end: 3 };
+    let scan = ScanOptions {
+        range: Some(range),
+        ..Default::default()
+    };
+    let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+    let counts = source.counts();
+    let there = batches(crate::ecosystem::open_source(
+        Arc::new(source),
+        Format::Arrow,
+        &scan,
+    ));
+    let mut options = ReadOptions::default();
+    options.scan.range = Some(range);
+    let here = batches(crate::open(&path, &options));
+    assert_eq!(there.unwrap(), here.unwrap());
+    assert_eq!(counts.round_trips(), 4, "{counts:?}");
 }
 
 #[test]
