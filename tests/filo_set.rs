@@ -567,8 +567,8 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
             let what = format!("chunks {chunks:?}, columns {columns:?}");
             assert_eq!(counts.bytes(), schema_bytes + share, "{what}");
             assert_fetched_within_share(&what, counts.bytes(), share);
-            // One request for schema.json, then one per chunk.
-            assert_eq!(counts.round_trips(), 1 + chunks.len() as u64, "{what}");
+            // One request for schema.json, then one for all the fragment's chunks.
+            assert_eq!(counts.round_trips(), 2, "{what}");
         }
     }
     // A one-column projection of the whole set fetches that column's files.
@@ -582,8 +582,23 @@ fn a_fragment_fetches_only_its_chunks_of_the_projected_columns() {
         assert_eq!(rows, 24_000);
         let column = file_bytes(&path, 0..24, &[c]);
         assert_eq!(counts.bytes(), schema_bytes + column, "column {c}");
+        assert_eq!(
+            counts.round_trips(),
+            2,
+            "column {c}: schema.json, then its 24 files"
+        );
         assert!(whole > fetch_bound(column), "column {c}");
     }
+    // A limit fetches the chunks that hold its rows, and no more.
+    let (set, counts) = open_counted(&path);
+    let reader = ReaderBuilder::new().with_limit(1500);
+    let rows: usize = scan_opened(&set.unwrap(), reader)
+        .into_iter()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, 1500);
+    assert_eq!(counts.bytes(), schema_bytes + file_bytes(&path, 0..2, &all));
+    assert_eq!(counts.round_trips(), 2);
 }
 
 #[test]
@@ -623,5 +638,42 @@ fn missing_and_damaged_objects_through_an_object_source() {
         err.to_string()
             .contains(&path.join("schema.json").display().to_string()),
         "{err}"
+    );
+}
+
+#[test]
+fn a_remote_set_fetches_chunks_in_requests_of_at_most_64_mib() {
+    // Ten chunks of 2^19 strings: before any file is fetched a string is reckoned at 32
+    // bytes, so the first request takes four chunks (64 MiB); the files are tiny (one
+    // constant string each), so the next request takes the other six.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strings.filo");
+    let chunk = 1 << 19;
+    let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+    let mut writer = Writer::try_new(
+        &path,
+        schema.clone(),
+        WriterOptions::default().with_chunk_size(chunk),
+    )
+    .unwrap();
+    let values: ArrayRef = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+        "x", chunk,
+    )));
+    let batch = RecordBatch::try_new(schema, vec![values]).unwrap();
+    for _ in 0..10 {
+        writer.write(&batch).unwrap();
+    }
+    writer.finish().unwrap();
+    let (set, counts) = open_counted(&path);
+    let rows: usize = scan_opened(&set.unwrap(), ReaderBuilder::new())
+        .into_iter()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, 10 * chunk);
+    assert_eq!(counts.ranges(), 1 + 10, "schema.json and the ten files");
+    assert_eq!(
+        counts.round_trips(),
+        1 + 2,
+        "schema.json, then 4 chunks, then 6"
     );
 }

@@ -353,6 +353,17 @@ pub fn detect_kind(path: &Path) -> Option<Kind> {
 
 /// Opens and checks the bcolz directory at `path`.
 pub fn open(path: &Path, carray_name: Option<&str>) -> Result<DatasetInfo> {
+    open_columns(path, carray_name, None)
+}
+
+/// [`open`], reading the metadata of a ctable's first column and of the columns named in
+/// `columns` only (`None`: every column). The dataset then has those columns, in the ctable's
+/// order; its rows are the first column's, as always.
+pub(crate) fn open_columns(
+    path: &Path,
+    carray_name: Option<&str>,
+    columns: Option<&[String]>,
+) -> Result<DatasetInfo> {
     let md = fs::metadata(path).map_err(|e| Error::from(e).with_file(path))?;
     if !md.is_dir() {
         return Err(Error::new(
@@ -363,7 +374,7 @@ pub fn open(path: &Path, carray_name: Option<&str>) -> Result<DatasetInfo> {
     }
     let objects = Arc::new(LocalDir::new(path));
     let name = || carray_name.map_or_else(|| directory_name(path), str::to_owned);
-    let mut info = open_objects(objects, path, name)?;
+    let mut info = open_objects(objects, path, name, columns)?;
     info.local = true;
     Ok(info)
 }
@@ -372,6 +383,15 @@ pub fn open(path: &Path, carray_name: Option<&str>) -> Result<DatasetInfo> {
 /// object-store prefix): its metadata objects are fetched by their computed keys, in two
 /// batched requests for a ctable (the root's, then every column's) and one for a carray.
 pub fn open_from(objects: Arc<dyn ObjectSource>, carray_name: Option<&str>) -> Result<DatasetInfo> {
+    open_columns_from(objects, carray_name, None)
+}
+
+/// [`open_from`], reading the metadata of the columns [`open_columns`] reads.
+pub(crate) fn open_columns_from(
+    objects: Arc<dyn ObjectSource>,
+    carray_name: Option<&str>,
+    columns: Option<&[String]>,
+) -> Result<DatasetInfo> {
     let location = objects.location().trim_end_matches('/').to_owned();
     let name = carray_name.map_or_else(
         || match location.rsplit('/').next() {
@@ -380,19 +400,20 @@ pub fn open_from(objects: Arc<dyn ObjectSource>, carray_name: Option<&str>) -> R
         },
         str::to_owned,
     );
-    open_objects(objects, Path::new(&location), || name)
+    open_objects(objects, Path::new(&location), || name, columns)
 }
 
 fn open_objects(
     objects: Arc<dyn ObjectSource>,
     root: &Path,
     carray_name: impl FnOnce() -> String,
+    columns: Option<&[String]>,
 ) -> Result<DatasetInfo> {
     let mut found = fetch_all(objects.as_ref(), root, &ROOT_KEYS)?.into_iter();
     let mut next = || found.next().flatten();
     let (rootdirs, attrs, sizes, storage) = (next(), next(), next(), next());
     if let Some(rootdirs) = rootdirs {
-        return open_ctable(objects, root, rootdirs, attrs);
+        return open_ctable(objects, root, rootdirs, attrs, columns);
     }
     if sizes.is_none() && storage.is_none() {
         return Err(Error::new(
@@ -553,16 +574,25 @@ fn open_ctable(
     root: &Path,
     rootdirs: Buffer,
     attrs: Option<Buffer>,
+    wanted: Option<&[String]>,
 ) -> Result<DatasetInfo> {
     let names = column_names(&rootdirs, &root.join("__rootdirs__"))?;
-    let keys: Vec<String> = names
+    // A name the ctable lacks is the reader's error, which lists every column.
+    let wanted = wanted.filter(|wanted| wanted.iter().all(|name| names.contains(name)));
+    // The first column is always read: its length is the ctable's.
+    let selected: Vec<(usize, &String)> = names
         .iter()
-        .flat_map(|name| COLUMN_KEYS.iter().map(move |key| format!("{name}/{key}")))
+        .enumerate()
+        .filter(|&(i, name)| i == 0 || wanted.is_none_or(|wanted| wanted.contains(name)))
+        .collect();
+    let keys: Vec<String> = selected
+        .iter()
+        .flat_map(|(_, name)| COLUMN_KEYS.iter().map(move |key| format!("{name}/{key}")))
         .collect();
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let mut found = fetch_all(objects.as_ref(), root, &keys)?.into_iter();
-    let mut columns = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
+    let mut columns = Vec::with_capacity(selected.len());
+    for (i, name) in selected {
         let mut next = || found.next().flatten();
         let meta = CarrayMeta {
             sizes: next(),

@@ -19,6 +19,7 @@ mod writer;
 pub use crate::vs::LockWait;
 pub use append::Appender;
 pub use meta::{detect_kind, CarrayInfo, Cparams, DatasetInfo, Kind};
+pub(crate) use meta::{open_columns, open_columns_from};
 pub use read_options::ReaderOptions;
 pub use reader::{fragments, schema_of, Reader, ReaderBuilder};
 pub(crate) use writer::DATASET;

@@ -16,7 +16,7 @@
 //! arrow release arrowsmith depends on has all of these fixed and the IPC regression tests of
 //! the fuzz findings (docs/reliability.md) pass on those readers alone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -49,15 +49,21 @@ pub(crate) fn open_file(
     select_batches(reader, path, options)
 }
 
-/// Reads a remote Arrow IPC file: its footer, then the blocks of the batches asked for, each
-/// through windows of the object.
+/// Reads a remote Arrow IPC file: its footer (its length, then itself, each fetched exactly),
+/// then the blocks of the dictionaries and of the batches asked for, exactly as the footer
+/// places them, as many in one request as fit in [`BLOCK_FETCH_BYTES`].
 pub(crate) fn open_file_source(
     source: Arc<dyn ByteSource>,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     let name = PathBuf::from(source.location());
     let size = source.size();
-    let reader = IpcReader::open_file_from(Box::new(ObjectReader::new(source)), size)
+    let footer_reader = Box::new(ObjectReader::new(Arc::clone(&source)));
+    let blocks = BlockFile::Ranges {
+        source,
+        held: VecDeque::new(),
+    };
+    let reader = IpcReader::open_file_from(footer_reader, size, Some(blocks))
         .map_err(|e| e.with_file(&name))?;
     select_batches(reader, &name, options)
 }
@@ -156,14 +162,81 @@ struct Block {
     body_len: u64,
 }
 
+impl Block {
+    /// Where the whole message lies, checked by [`blocks`] to fit before the footer.
+    fn range(&self) -> std::ops::Range<u64> {
+        self.offset..self.offset + self.meta_len + self.body_len
+    }
+}
+
+/// The most bytes of blocks a remote file's reader fetches in one request (and holds fetched
+/// ahead of the batch it decodes).
+const BLOCK_FETCH_BYTES: u64 = 64 << 20;
+
 /// A file read at any offset: a local file, or a remote object's [`ObjectReader`].
 trait ReadSeek: Read + Seek + Send {}
 
 impl<T: Read + Seek + Send> ReadSeek for T {}
 
+/// Where the blocks of a file are read from.
+enum BlockFile {
+    /// A local file (or a reader given), read at each block's offset.
+    Seek(BufReader<Box<dyn ReadSeek>>),
+    /// A remote object: each block is fetched as the footer places it, the blocks to be read
+    /// next in the same request.
+    Ranges {
+        source: Arc<dyn ByteSource>,
+        /// Blocks fetched and not yet read, in the order they are to be read.
+        held: VecDeque<(u64, Buffer)>,
+    },
+}
+
+impl BlockFile {
+    /// The metadata and body of `block`, which `upcoming` are to follow.
+    fn read(&mut self, block: Block, upcoming: &[Block]) -> Result<(Vec<u8>, Buffer)> {
+        let (source, held) = match self {
+            BlockFile::Seek(file) => {
+                file.seek(SeekFrom::Start(block.offset))?;
+                let mut meta = vec![0u8; block.meta_len as usize];
+                file.read_exact(&mut meta)?;
+                let body = read_body(file, block.body_len)?;
+                return Ok((meta, body));
+            }
+            BlockFile::Ranges { source, held } => (source, held),
+        };
+        if held
+            .front()
+            .is_none_or(|(offset, _)| *offset != block.offset)
+        {
+            held.clear();
+            let mut ranges = vec![block.range()];
+            let mut bytes = block.meta_len + block.body_len;
+            for next in upcoming {
+                let len = next.meta_len + next.body_len;
+                if bytes.saturating_add(len) > BLOCK_FETCH_BYTES {
+                    break;
+                }
+                bytes += len;
+                ranges.push(next.range());
+            }
+            let fetched = source.read_ranges(&ranges)?;
+            held.extend(ranges.iter().map(|r| r.start).zip(fetched));
+        }
+        let (_, message) = held
+            .pop_front()
+            .filter(|(_, m)| m.len() as u64 == block.meta_len + block.body_len)
+            .ok_or_else(|| bad("a block came back short of its length").at_offset(block.offset))?;
+        let meta = message.as_slice()[..block.meta_len as usize].to_vec();
+        // Copied out of the fetched bytes: an aligned body, as a local read gives, and the
+        // request's bytes are let go once its blocks are read.
+        let body = Buffer::from_slice_ref(&message.as_slice()[block.meta_len as usize..]);
+        Ok((meta, body))
+    }
+}
+
 enum Source {
     File {
-        file: BufReader<Box<dyn ReadSeek>>,
+        file: BlockFile,
         blocks: std::vec::IntoIter<Block>,
     },
     Stream {
@@ -187,10 +260,16 @@ impl IpcReader {
     fn open_file(path: &Path) -> Result<IpcReader> {
         let file = File::open(path)?;
         let size = file.metadata()?.len();
-        IpcReader::open_file_from(Box::new(file), size)
+        IpcReader::open_file_from(Box::new(file), size, None)
     }
 
-    fn open_file_from(mut file: Box<dyn ReadSeek>, size: u64) -> Result<IpcReader> {
+    /// Reads the footer through `file`, and the blocks through `blocks` (through `file` when
+    /// `None`).
+    fn open_file_from(
+        mut file: Box<dyn ReadSeek>,
+        size: u64,
+        blocks_from: Option<BlockFile>,
+    ) -> Result<IpcReader> {
         let (footer_bytes, footer_start) = read_footer(&mut file, size)?;
         let footer = arrow::ipc::root_as_footer(&footer_bytes).map_err(|e| {
             bad(format!("the footer is not a valid Arrow IPC footer: {e}")).at_offset(footer_start)
@@ -208,15 +287,15 @@ impl IpcReader {
         let batches = blocks(footer.recordBatches(), footer_start)?;
         let mut reader = IpcReader {
             source: Source::File {
-                file: BufReader::new(file),
+                file: blocks_from.unwrap_or_else(|| BlockFile::Seek(BufReader::new(file))),
                 blocks: batches.into_iter(),
             },
             schema,
             projection: None,
             dictionaries: HashMap::new(),
         };
-        for block in dictionaries {
-            if reader.read_block(block)?.is_some() {
+        for (i, &block) in dictionaries.iter().enumerate() {
+            if reader.read_block(block, &dictionaries[i + 1..])?.is_some() {
                 return Err(
                     bad("the footer lists a record batch among the dictionaries")
                         .at_offset(block.offset),
@@ -261,32 +340,42 @@ impl IpcReader {
         })
     }
 
-    /// Reads and decodes the message of a file block.
-    fn read_block(&mut self, block: Block) -> Result<Option<RecordBatch>> {
+    /// Reads and decodes the message of a file block, which `upcoming` are to follow.
+    fn read_block(&mut self, block: Block, upcoming: &[Block]) -> Result<Option<RecordBatch>> {
         let Source::File { file, .. } = &mut self.source else {
             return Ok(None);
         };
-        file.seek(SeekFrom::Start(block.offset))?;
-        let mut meta = vec![0u8; block.meta_len as usize];
-        file.read_exact(&mut meta)?;
-        let body = read_body(file, block.body_len)?;
-        let flatbuffer = message_flatbuffer(&meta, block.offset)?;
-        self.decode(flatbuffer, &body, block.offset)
+        let (meta, body) = file.read(block, upcoming)?;
+        self.decode_block(block, &meta, &body)
+    }
+
+    /// Decodes the message of a file block, read.
+    fn decode_block(
+        &mut self,
+        block: Block,
+        meta: &[u8],
+        body: &Buffer,
+    ) -> Result<Option<RecordBatch>> {
+        let flatbuffer = message_flatbuffer(meta, block.offset)?;
+        self.decode(flatbuffer, body, block.offset)
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             let (meta, body, offset) = match &mut self.source {
-                Source::File { blocks, .. } => match blocks.next() {
-                    Some(block) => match self.read_block(block)? {
-                        Some(batch) => return Ok(Some(batch)),
-                        None => {
-                            return Err(bad(
-                                "the footer lists a dictionary among the record batches",
-                            )
-                            .at_offset(block.offset))
+                Source::File { file, blocks } => match blocks.next() {
+                    Some(block) => {
+                        let (meta, body) = file.read(block, blocks.as_slice())?;
+                        match self.decode_block(block, &meta, &body)? {
+                            Some(batch) => return Ok(Some(batch)),
+                            None => {
+                                return Err(bad(
+                                    "the footer lists a dictionary among the record batches",
+                                )
+                                .at_offset(block.offset))
+                            }
                         }
-                    },
+                    }
                     None => return Ok(None),
                 },
                 Source::Stream {

@@ -6,6 +6,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use ::parquet::arrow::ProjectionMask;
 use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::reader::{ChunkReader, Length};
@@ -44,9 +45,11 @@ fn io_error(error: crate::error::Error) -> io::Error {
 
 /// A remote Parquet object as parquet's reader reads it: its tail fetched once at open (the
 /// footer's length, then the footer, are served from it); once the footer is read
-/// ([`ChunkRanges::set`]), a read inside a column chunk fetches that whole chunk in one request
-/// and serves its page headers and pages from it, and the chunks of earlier row groups are let
-/// go. parquet's own sync reader would ask for each page header and each page on its own.
+/// ([`ChunkRanges::set`]), a read inside a column chunk fetches that chunk and the other
+/// projected chunks of its row group in one batched request (up to [`GROUP_FETCH_BYTES`]), and
+/// serves their page headers and pages from them; the chunks of earlier row groups are let go.
+/// parquet's own sync reader would ask for each page header and each page on its own, and its
+/// `ChunkReader` is asked for one chunk at a time.
 pub(crate) struct ObjectChunks {
     source: Arc<dyn ByteSource>,
     /// The object's last bytes and where they start.
@@ -54,35 +57,77 @@ pub(crate) struct ObjectChunks {
     ranges: Arc<ChunkRanges>,
 }
 
+/// The most bytes of a row group's column chunks fetched in one request: a row group's
+/// projected chunks larger than this take more than one.
+const GROUP_FETCH_BYTES: u64 = 64 << 20;
+
+/// One column chunk of a Parquet object, from its footer.
+#[derive(Debug, Clone)]
+struct ChunkPlace {
+    range: Range<u64>,
+    group: usize,
+    /// Whether the scan reads its column: the chunks fetched together with a chunk are its
+    /// row group's projected ones.
+    projected: bool,
+}
+
 /// Where the column chunks of a Parquet object are, from its footer, and the chunks fetched.
 #[derive(Default)]
 pub(crate) struct ChunkRanges {
-    /// Each chunk's byte range and row group, by start.
-    chunks: OnceLock<Vec<(Range<u64>, usize)>>,
+    /// Each chunk, by start.
+    chunks: OnceLock<Vec<ChunkPlace>>,
     /// Chunks fetched: `(start, row group, bytes)`.
     held: Mutex<Vec<(u64, usize, Bytes)>>,
 }
 
 impl ChunkRanges {
-    /// Records where the column chunks are, from the footer (checked by `check_chunk_ranges`).
-    pub(crate) fn set(&self, meta: &ParquetMetaData) {
+    /// Records where the column chunks are, from the footer (checked by `check_chunk_ranges`),
+    /// and which the scan reads: the leaf columns `projection` includes (every one for `None`).
+    pub(crate) fn set(&self, meta: &ParquetMetaData, projection: Option<&ProjectionMask>) {
         let mut chunks = Vec::new();
         for (group, row_group) in meta.row_groups().iter().enumerate() {
-            for column in row_group.columns() {
+            for (leaf, column) in row_group.columns().iter().enumerate() {
                 let (start, len) = column.byte_range();
-                chunks.push((start..start.saturating_add(len), group));
+                chunks.push(ChunkPlace {
+                    range: start..start.saturating_add(len),
+                    group,
+                    projected: projection.is_none_or(|mask| mask.leaf_included(leaf)),
+                });
             }
         }
-        chunks.sort_by_key(|(range, _)| range.start);
+        chunks.sort_by_key(|chunk| chunk.range.start);
         let _ = self.chunks.set(chunks);
     }
 
     /// The chunk `range` lies in.
-    fn chunk_of(&self, range: &Range<u64>) -> Option<(Range<u64>, usize)> {
+    fn chunk_of(&self, range: &Range<u64>) -> Option<&ChunkPlace> {
         let chunks = self.chunks.get()?;
-        let after = chunks.partition_point(|(chunk, _)| chunk.start <= range.start);
-        let (chunk, group) = chunks.get(after.checked_sub(1)?)?;
-        (range.end <= chunk.end && chunk.start < chunk.end).then(|| (chunk.clone(), *group))
+        let after = chunks.partition_point(|chunk| chunk.range.start <= range.start);
+        let chunk = chunks.get(after.checked_sub(1)?)?;
+        (range.end <= chunk.range.end && chunk.range.start < chunk.range.end).then_some(chunk)
+    }
+
+    /// The chunks to fetch with `chunk`: it, then the other projected chunks of its row group
+    /// not in `held`, in file order, as many as fit in [`GROUP_FETCH_BYTES`].
+    fn fetch_with(&self, chunk: &ChunkPlace, held: &[(u64, usize, Bytes)]) -> Vec<Range<u64>> {
+        let mut ranges = vec![chunk.range.clone()];
+        let mut bytes = chunk.range.end - chunk.range.start;
+        let others = self.chunks.get().into_iter().flatten().filter(|other| {
+            other.group == chunk.group
+                && other.projected
+                && other.range.start < other.range.end
+                && other.range.start != chunk.range.start
+                && !held.iter().any(|(start, ..)| *start == other.range.start)
+        });
+        for other in others {
+            let len = other.range.end - other.range.start;
+            if bytes.saturating_add(len) > GROUP_FETCH_BYTES {
+                break;
+            }
+            bytes += len;
+            ranges.push(other.range.clone());
+        }
+        ranges
     }
 }
 
@@ -110,22 +155,52 @@ impl ObjectChunks {
         if range.start >= *tail_start && range.end <= tail_start + tail.len() as u64 {
             return Ok(Some((*tail_start, tail.clone())));
         }
-        let Some((chunk, group)) = self.ranges.chunk_of(range) else {
+        let Some(chunk) = self.ranges.chunk_of(range) else {
             return Ok(None);
         };
+        let start = chunk.range.start;
         let mut held = self.ranges.held.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((start, _, bytes)) = held.iter().find(|(start, ..)| *start == chunk.start) {
-            return Ok(Some((*start, bytes.clone())));
+        if let Some((_, _, bytes)) = held.iter().find(|(at, ..)| *at == start) {
+            return Ok(Some((start, bytes.clone())));
         }
-        let bytes = to_bytes(self.source.read_range(chunk.clone())?);
-        held.retain(|(_, g, _)| *g >= group);
-        held.push((chunk.start, group, bytes.clone()));
-        Ok(Some((chunk.start, bytes)))
+        let ranges = self.ranges.fetch_with(chunk, &held);
+        let fetched = self.source.read_ranges(&ranges)?;
+        let bytes = fetched.first().cloned().map(to_bytes).unwrap_or_default();
+        for (range, piece) in ranges.iter().zip(fetched) {
+            held.push((range.start, chunk.group, to_bytes(piece)));
+        }
+        // A chunk is let go when its last page is read (see `range`). Columns read a batch's
+        // rows one after the other, so one column may be row groups ahead of another, and
+        // the chunks of an earlier group are still to be read: they are let go only past a
+        // bound, earliest group first (a chunk let go too soon is fetched again).
+        let mut total: u64 = held.iter().map(|(.., b)| b.len() as u64).sum();
+        while total > 2 * GROUP_FETCH_BYTES {
+            let Some(oldest) = held.iter().map(|(_, g, _)| *g).min() else {
+                break;
+            };
+            if oldest >= chunk.group {
+                break;
+            }
+            held.retain(|(_, g, b)| {
+                let keep = *g != oldest;
+                if !keep {
+                    total -= b.len() as u64;
+                }
+                keep
+            });
+        }
+        Ok(Some((start, bytes)))
     }
 
     fn range(&self, range: Range<u64>) -> crate::error::Result<Bytes> {
         match self.held(&range)? {
             Some((start, bytes)) => {
+                let end = start + bytes.len() as u64;
+                if range.end == end {
+                    // The chunk's last page: parquet reads a chunk front to back, once.
+                    let mut held = self.ranges.held.lock().unwrap_or_else(|e| e.into_inner());
+                    held.retain(|(at, ..)| *at != start);
+                }
                 Ok(bytes.slice((range.start - start) as usize..(range.end - start) as usize))
             }
             None => Ok(to_bytes(self.source.read_range(range)?)),

@@ -31,7 +31,7 @@ pub(crate) fn open(
     path: &Path,
     options: &ScanOptions,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    read(EndOfFileIsAnError::open(path)?, path, options, |_| {})
+    read(EndOfFileIsAnError::open(path)?, path, options, |_, _| {})
 }
 
 /// Reads a remote Parquet object: its footer from its tail, then each column chunk the scan
@@ -44,15 +44,18 @@ pub(crate) fn open_source(
     let chunks = ObjectChunks::open(source).in_file(&name)?;
     let ranges = chunks.ranges();
     let file = EndOfFileIsAnError::checked(chunks, &name)?;
-    read(file, &name, options, |meta| ranges.set(meta))
+    read(file, &name, options, |meta, projection| {
+        ranges.set(meta, projection)
+    })
 }
 
-/// Reads `file`, telling `footer_read` the footer once it is read and checked.
+/// Reads `file`, telling `footer_read` the footer once it is read and checked, and the
+/// projection (`None`: every column).
 fn read<R: ChunkReader + 'static>(
     file: EndOfFileIsAnError<R>,
     path: &Path,
     options: &ScanOptions,
-    footer_read: impl FnOnce(&ParquetMetaData),
+    footer_read: impl FnOnce(&ParquetMetaData, Option<&ProjectionMask>),
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
     // The Arrow schema a writer embeds is decoded by arrow-ipc 59, which panics on some
     // malformed ones (an integer of 16,777,216 bits).
@@ -66,17 +69,19 @@ fn read<R: ChunkReader + 'static>(
         })?
         .in_file(path)?;
     check_chunk_ranges(builder.metadata(), path)?;
-    footer_read(builder.metadata());
     // The built reader's schema (and its batches') lose the schema-level metadata that the
     // embedded Arrow schema carries, e.g. `bcolz.attrs` or `dataseries.xml` of a converted
     // file; put it back so a round trip through Parquet keeps it.
     let file_metadata = builder.schema().metadata().clone();
     let plan = ProjectionPlan::new(options, builder.schema(), path)?;
     let mut order = None;
-    if let Some(plan) = plan {
-        let mask = ProjectionMask::roots(builder.parquet_schema(), plan.read);
-        builder = builder.with_projection(mask);
+    let mask = plan.map(|plan| {
         order = plan.order;
+        ProjectionMask::roots(builder.parquet_schema(), plan.read)
+    });
+    footer_read(builder.metadata(), mask.as_ref());
+    if let Some(mask) = mask {
+        builder = builder.with_projection(mask);
     }
     builder = builder.with_batch_size(super::batch_size(options));
     match options.range {

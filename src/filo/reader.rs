@@ -1,10 +1,13 @@
 //! Reading a Filo set as Arrow record batches: chunk by chunk, opening only the selected
-//! columns' files and decoding them in parallel.
+//! columns' files and decoding them in parallel. A set under an object-store prefix has the
+//! files of several chunks fetched in one batched request.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_buffer::Buffer;
 use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 use rayon::prelude::*;
 
@@ -21,18 +24,7 @@ use crate::scan::{group_units, FragmentRange, FragmentSpan, ScanOptions, Unit};
 /// for strings).
 pub fn fragments(set: &SetInfo, target_rows: usize) -> Result<Vec<FragmentSpan>> {
     let dir = set.dir();
-    let row_width: u64 = set
-        .columns
-        .iter()
-        .map(|c| {
-            let data_type = c.filo_type.arrow_type();
-            match data_type.primitive_width() {
-                Some(width) => width as u64,
-                None if data_type == DataType::Boolean => 1,
-                None => 4,
-            }
-        })
-        .sum();
+    let row_width: u64 = (0..set.columns.len()).map(|c| fixed_width(set, c, 4)).sum();
     let bytes = |k: usize, rows: usize| -> u64 {
         if !set.is_local_path() {
             return rows as u64 * row_width;
@@ -55,6 +47,26 @@ pub fn fragments(set: &SetInfo, target_rows: usize) -> Result<Vec<FragmentSpan>>
         FragmentRange::Chunks { start: 0, end: 0 },
     ))
 }
+
+/// Bytes a row of column `c` takes in its vector's fixed-width part: a value; a bit (counted
+/// as a byte) for booleans; `string_bytes` for a string.
+fn fixed_width(set: &SetInfo, c: usize, string_bytes: u64) -> u64 {
+    let data_type = set.columns[c].filo_type.arrow_type();
+    match data_type.primitive_width() {
+        Some(width) => width as u64,
+        None if data_type == DataType::Boolean => 1,
+        None => string_bytes,
+    }
+}
+
+/// The most bytes of column files a reader of a remote set fetches in one request (the bound
+/// DataSeries' remote reader holds too): the files of as many chunks as fit are asked for
+/// together.
+const FETCH_BYTES: u64 = 64 << 20;
+
+/// What a string value is guessed to take before any file of the set has been fetched; after
+/// the first request, the bytes per row of the files fetched are used.
+const GUESSED_STRING_BYTES: u64 = 32;
 
 /// Configures and opens a [`Reader`] of a Filo set.
 #[derive(Debug, Clone, Default)]
@@ -102,9 +114,16 @@ impl ReaderBuilder {
             full = dictionary_strings(&full);
         }
         let schema = Arc::new(full.project(&columns)?);
+        let row_bytes = columns
+            .iter()
+            .map(|&c| fixed_width(&set, c, GUESSED_STRING_BYTES))
+            .sum::<u64>()
+            .max(1);
         Ok(Reader {
             set,
             columns,
+            row_bytes,
+            fetched: VecDeque::new(),
             schema,
             batch_size: self.scan.batch_size_or(crate::DEFAULT_BATCH_SIZE),
             remaining: self.scan.limit.map_or(u64::MAX, |l| l as u64),
@@ -151,8 +170,13 @@ pub struct Reader {
     set: Arc<SetInfo>,
     columns: Vec<usize>,
     schema: SchemaRef,
+    /// Bytes a row of the selected columns' files is reckoned to take, to size a request.
+    row_bytes: u64,
+    /// Chunks fetched and not yet decoded: their index and selected columns' files.
+    fetched: VecDeque<(usize, Vec<Option<Buffer>>)>,
     batch_size: usize,
     remaining: u64,
+    /// The next chunk to fetch.
     next_chunk: usize,
     /// One past the last chunk to read.
     end_chunk: usize,
@@ -172,11 +196,35 @@ impl Reader {
         &self.salvage.report
     }
 
-    /// Fetches the selected columns' files of chunk `index` in one batched request and
-    /// decodes them in parallel (a missing file is an all-NA column chunk).
-    fn read_chunk(&self, index: usize) -> Result<RecordBatch> {
-        let rows = self.set.chunks[index];
-        let keys: Vec<String> = self.columns.iter().map(|&c| column_key(index, c)).collect();
+    /// How many chunks from `next_chunk` on the next request fetches: one for a set read from
+    /// a local path (a file is mapped when it is opened, so fetching ahead saves nothing);
+    /// else as many as fit in [`FETCH_BYTES`] (at least one) and no more than the rows still
+    /// wanted need.
+    fn chunks_to_fetch(&self) -> usize {
+        let left = self.end_chunk - self.next_chunk;
+        if self.set.is_local_path() {
+            return left.min(1);
+        }
+        let (mut count, mut rows, mut bytes) = (0, 0u64, 0u64);
+        for &chunk_rows in &self.set.chunks[self.next_chunk..self.end_chunk] {
+            let chunk_bytes = (chunk_rows as u64).saturating_mul(self.row_bytes);
+            if count > 0 && (rows >= self.remaining || bytes + chunk_bytes > FETCH_BYTES) {
+                break;
+            }
+            count += 1;
+            rows += chunk_rows as u64;
+            bytes = bytes.saturating_add(chunk_bytes);
+        }
+        count
+    }
+
+    /// Fetches the selected columns' files of `chunks` in one batched request: each chunk's
+    /// files, in column order (`None`: missing, an all-NA column chunk).
+    fn fetch(&self, chunks: std::ops::Range<usize>) -> Result<Vec<Vec<Option<Buffer>>>> {
+        let keys: Vec<String> = chunks
+            .clone()
+            .flat_map(|k| self.columns.iter().map(move |&c| column_key(k, c)))
+            .collect();
         let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let files = self
             .set
@@ -194,14 +242,58 @@ impl Reader {
             )
             .with_file(self.set.dir()));
         }
+        let mut files = files.into_iter();
+        Ok(chunks
+            .map(|_| files.by_ref().take(self.columns.len()).collect())
+            .collect())
+    }
+
+    /// Fetches the next chunks into `fetched`. An error is chunk `next_chunk`'s: when
+    /// salvaging, a failed request of several chunks is retried for that chunk alone, so that
+    /// one bad chunk is skipped and not its neighbours.
+    fn fetch_ahead(&mut self) -> Result<()> {
+        let first = self.next_chunk;
+        let count = self.chunks_to_fetch();
+        let fetched = match self.fetch(first..first + count) {
+            Err(_) if count > 1 && self.salvage.on => self.fetch(first..first + 1),
+            other => other,
+        };
+        let fetched = match fetched {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                self.next_chunk += 1;
+                return Err(e);
+            }
+        };
+        let rows: u64 = (first..first + fetched.len())
+            .map(|k| self.set.chunks[k] as u64)
+            .sum();
+        let bytes: u64 = fetched
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|f| f.len() as u64)
+            .sum();
+        if rows > 0 && bytes > 0 {
+            self.row_bytes = bytes.div_ceil(rows);
+        }
+        self.next_chunk += fetched.len();
+        self.fetched.extend((first..).zip(fetched));
+        Ok(())
+    }
+
+    /// Decodes the selected columns' files of chunk `index` in parallel (a missing file is an
+    /// all-NA column chunk).
+    fn decode_chunk(&self, index: usize, files: Vec<Option<Buffer>>) -> Result<RecordBatch> {
+        let rows = self.set.chunks[index];
         let arrays = self
             .columns
             .par_iter()
             .zip(self.schema.fields().par_iter())
-            .zip(files.into_par_iter().zip(keys.par_iter()))
-            .map(|((&c, field), (file, key))| {
+            .zip(files.into_par_iter())
+            .map(|((&c, field), file)| {
                 let column = &self.set.columns[c];
-                let path = self.set.dir().join(key);
+                let path = self.set.dir().join(column_key(index, c));
                 decode_column_chunk(file, &path, c, column, rows, field.data_type())
             })
             .collect::<Result<Vec<_>>>()?;
@@ -211,6 +303,18 @@ impl Reader {
             arrays,
             &options,
         )?)
+    }
+
+    /// The next chunk, fetched (with those after it that the request takes) and decoded.
+    fn read_chunk(&mut self, index: usize) -> Result<RecordBatch> {
+        if self.fetched.is_empty() {
+            self.fetch_ahead()?;
+        }
+        let (fetched, files) = self.fetched.pop_front().ok_or_else(|| {
+            Error::new(ErrorClass::Io, "no chunk was fetched").with_file(self.set.dir())
+        })?;
+        debug_assert_eq!(fetched, index);
+        self.decode_chunk(fetched, files)
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
@@ -230,11 +334,11 @@ impl Reader {
                     return Ok(Some(out));
                 }
             }
-            if self.next_chunk >= self.end_chunk {
-                return Ok(None);
-            }
-            let index = self.next_chunk;
-            self.next_chunk += 1;
+            let index = match self.fetched.front() {
+                Some(&(index, _)) => index,
+                None if self.next_chunk < self.end_chunk => self.next_chunk,
+                None => return Ok(None),
+            };
             match self.read_chunk(index) {
                 Ok(batch) => self.current = Some((batch, 0)),
                 // A chunk is skipped whole, in every column, so the rows stay aligned.

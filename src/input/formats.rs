@@ -24,11 +24,14 @@ type BoxedReader = Box<dyn RecordBatchReader + Send>;
 
 /// Opens what `origin` names as `format` with `options`; `salvage` opens the formats whose
 /// open checks parts a salvaging read may skip (Jay's columns, DataSeries' index) leniently.
+/// `columns`, when every read of the opened input projects to these column names, lets a
+/// bcolz ctable open read the metadata of those columns only (and of its first).
 pub(super) fn open(
     origin: &Origin,
     format: Format,
     options: &FormatOptions,
     salvage: bool,
+    columns: Option<&[String]>,
 ) -> Result<Box<dyn OpenedFormat>> {
     if origin.is_remote() && format.is_directory() != matches!(origin, Origin::Prefix(_)) {
         return Err(origin.wrong_shape(format));
@@ -42,16 +45,18 @@ pub(super) fn open(
             rows: OnceLock::new(),
         }),
         (Format::Bcolz, Origin::Local(path)) => Box::new(BcolzInput {
-            info: Arc::new(bcolz::open_info_with(
+            info: Arc::new(bcolz::open_columns(
                 path,
                 options.bcolz.carray_name.as_deref(),
+                columns,
             )?),
             options: options.bcolz.clone(),
         }),
         (Format::Bcolz, Origin::Prefix(objects)) => Box::new(BcolzInput {
-            info: Arc::new(bcolz::open_info_from(
+            info: Arc::new(bcolz::open_columns_from(
                 Arc::clone(objects),
                 options.bcolz.carray_name.as_deref(),
+                columns,
             )?),
             options: options.bcolz.clone(),
         }),

@@ -109,7 +109,7 @@ impl Input {
             opened,
             remote,
             object,
-        } = open_format(path, options, None)?;
+        } = open_format(path, options, None, false)?;
         // What every read of all columns gives; for most formats, built from the handle alone.
         let probe = ScanOptions {
             limit: Some(0),
@@ -264,10 +264,13 @@ impl Input {
 /// Recognises and opens `path` as [`Input::open`] does, without the reader of no rows that
 /// finds its schema. With `listed`, the remote object must still be the one a fragment was
 /// listed from.
+/// Opens `path`; `projected_only` when the input is read once, with `options.scan`'s
+/// projection (a format may then open only what that projection reads).
 fn open_format(
     path: &Path,
     options: &ReadOptions,
     listed: Option<&ObjectVersion>,
+    projected_only: bool,
 ) -> Result<Opened> {
     refuse_stream(path, "opening an input for reuse")?;
     let mut origin = Origin::resolve(path, &options.storage)?;
@@ -280,7 +283,11 @@ fn open_format(
     if salvage {
         check_salvage(format, &options.scan).map_err(|e| e.with_file(path))?;
     }
-    let opened = formats::open(&origin, format, &options.format_options, salvage)
+    let columns = match &options.scan.projection {
+        Some(crate::scan::Projection::Names(names)) if projected_only => Some(names.as_slice()),
+        _ => None,
+    };
+    let opened = formats::open(&origin, format, &options.format_options, salvage, columns)
         .map_err(|e| e.with_file(path))?;
     Ok(Opened {
         format,
@@ -299,7 +306,7 @@ pub(crate) fn read_once(
     options: &ReadOptions,
     listed: Option<&ObjectVersion>,
 ) -> Result<Box<dyn RecordBatchReader + Send>> {
-    open_format(path, options, listed)?
+    open_format(path, options, listed, true)?
         .opened
         .reader(options.scan.clone())
         .map_err(|e| e.with_file(path))

@@ -20,7 +20,7 @@ use crate::source::{
     register_storage, ByteSource, LocalDir, ObjectSource, ObjectWrite, RemoteEntry, Storage,
     StorageOptions,
 };
-use crate::{Format, Fragment, Input, ScanOptions};
+use crate::{Format, Fragment, FragmentRange, Input, ScanOptions};
 
 /// What the test storage did, in order, for one test's scratch directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -470,6 +470,68 @@ fn every_bcolz_dataset_and_filo_set_reads_through_a_prefix_url_as_it_reads_local
     assert_eq!(input.format(), Format::Bcolz);
 }
 
+#[test]
+fn a_projected_read_of_a_remote_ctable_opens_only_the_projected_columns_metadata() {
+    let url = scratch("bcolz_projection");
+    let dir = storage().scratch.path().join("bcolz_projection");
+    let table = format!("{url}/t.bcolz");
+    write_ecosystem(
+        &dir.join("t.bcolz"),
+        Format::Bcolz,
+        &three_columns(20_000),
+        20_000,
+    );
+    let read = |columns: &str| {
+        let mut options = ReadOptions::default();
+        options.set("columns", columns).unwrap();
+        let start = storage().requests.lock().unwrap().len();
+        let there = batches(crate::open(&table, &options)).unwrap();
+        let here = batches(crate::open(dir.join("t.bcolz"), &options)).unwrap();
+        assert_eq!(there, here, "{columns}");
+        let requests = storage().requests.lock().unwrap();
+        let keys: Vec<String> = requests[start..]
+            .iter()
+            .filter_map(|(u, _)| u.strip_prefix(&format!("{table}/")))
+            .map(str::to_owned)
+            .collect();
+        keys
+    };
+    let of_column = |keys: &[String], name: &str| {
+        let mut of: Vec<String> = keys
+            .iter()
+            .filter(|k| k.starts_with(&format!("{name}/")) && !k.contains("/data/"))
+            .cloned()
+            .collect();
+        of.sort();
+        of
+    };
+    let meta = |name: &str| {
+        ["__attrs__", "meta/sizes", "meta/storage"]
+            .iter()
+            .map(|k| format!("{name}/{k}"))
+            .collect::<Vec<_>>()
+    };
+    // The last column: its metadata and the first column's (the ctable's length), not the
+    // middle one's.
+    let keys = read("hashes");
+    assert_eq!(of_column(&keys, "hashes"), meta("hashes"), "{keys:?}");
+    assert_eq!(of_column(&keys, "ids"), meta("ids"), "{keys:?}");
+    assert!(of_column(&keys, "names").is_empty(), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.starts_with("ids/data/")), "{keys:?}");
+    // Every column read: every column's metadata.
+    let keys = read("ids,names,hashes");
+    for name in ["ids", "names", "hashes"] {
+        assert_eq!(of_column(&keys, name), meta(name), "{keys:?}");
+    }
+    // A column the ctable lacks is named in the error with every column, as locally.
+    let mut options = ReadOptions::default();
+    options.set("columns", "nope").unwrap();
+    let e = batches(crate::open(&table, &options))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"names\""), "{e}");
+}
+
 /// A Jay or DataSeries file of `rows` rows at `path`: large enough that its head and tail
 /// are a small part of it.
 fn write_rows(path: &Path, format: Format, rows: i64) {
@@ -589,6 +651,131 @@ fn a_one_column_projection_of_a_remote_parquet_file_fetches_its_footer_and_that_
         "fetched {fetched} bytes of {size}: ids {ids}, hashes {hashes}"
     );
     assert!(counts.round_trips() <= 1 + 4, "{}", counts.round_trips());
+}
+
+#[test]
+fn a_remote_parquet_row_group_fetches_its_projected_column_chunks_in_one_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.parquet");
+    write_ecosystem(&path, Format::Parquet, &three_columns(200_000), 50_000);
+    let info = crate::ecosystem::parquet::describe(&path).unwrap();
+    assert_eq!(info.num_row_groups, 4);
+    let size = path.metadata().unwrap().len();
+    let tail = size.min(64 << 10);
+    let read = |range: Option<FragmentRange>, columns: &[&str]| {
+        let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+        let counts = source.counts();
+        let scan = ScanOptions {
+            projection: Some(crate::scan::Projection::Names(
+                columns.iter().map(|c| c.to_string()).collect(),
+            )),
+            range,
+            ..Default::default()
+        };
+        let reader = crate::ecosystem::open_source(Arc::new(source), Format::Parquet, &scan);
+        let rows: usize = batches(reader)
+            .unwrap()
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum();
+        (rows, counts)
+    };
+    // One row group of three columns: the tail (with the footer), then its three chunks.
+    let group = &info.row_groups[1];
+    let (rows, counts) = read(
+        Some(FragmentRange::RowGroups { start: 1, end: 2 }),
+        &["ids", "names", "hashes"],
+    );
+    assert_eq!(rows, 50_000);
+    assert_eq!(counts.round_trips(), 2, "{counts:?}");
+    assert_eq!(counts.bytes(), tail + group.compressed_size as u64);
+    // Two of the three columns of every row group: a round trip each, the third not fetched.
+    let (rows, counts) = read(None, &["hashes", "ids"]);
+    assert_eq!(rows, 200_000);
+    assert_eq!(counts.round_trips(), 1 + 4, "{counts:?}");
+    let names: u64 = info
+        .row_groups
+        .iter()
+        .map(|g| g.columns[1].compressed_size as u64)
+        .sum();
+    assert!(
+        counts.bytes() <= size - names + tail,
+        "{} of {size}, names {names}",
+        counts.bytes()
+    );
+}
+
+#[test]
+fn a_fragment_of_a_remote_arrow_ipc_file_fetches_its_footer_and_its_batches_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.arrow");
+    write_ecosystem(&path, Format::Arrow, &three_columns(50_000), 5_000);
+    let info = crate::ecosystem::ipc::describe_file(&path).unwrap();
+    assert_eq!(info.batches.len(), 10);
+    let bytes = std::fs::read(&path).unwrap();
+    let size = bytes.len() as u64;
+    let footer_len = u64::from(u32::from_le_bytes(
+        bytes[bytes.len() - 10..bytes.len() - 6].try_into().unwrap(),
+    ));
+    // Its length and magic, then the footer (with the schema) and them again.
+    let footer = 10 + footer_len + 10;
+    let read = |range: Option<FragmentRange>| {
+        let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+        let counts = source.counts();
+        let scan = ScanOptions {
+            range,
+            ..Default::default()
+        };
+        let reader = crate::ecosystem::open_source(Arc::new(source), Format::Arrow, &scan);
+        let rows: usize = batches(reader)
+            .unwrap()
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum();
+        (rows, counts)
+    };
+    let block = |b: &crate::ecosystem::ipc::IpcBatch| b.metadata_length + b.body_length;
+    for (start, end) in [(0, 1), (3, 5), (9, 10)] {
+        let (rows, counts) = read(Some(FragmentRange::Batches { start, end }));
+        assert_eq!(rows, 5_000 * (end - start) as usize);
+        let share: u64 = info.batches[start as usize..end as usize]
+            .iter()
+            .map(block)
+            .sum();
+        assert!(share * 4 < size, "a fragment is a small part of the file");
+        assert_eq!(counts.bytes(), footer + share, "batches {start}..{end}");
+        assert_eq!(counts.round_trips(), 3, "batches {start}..{end}");
+    }
+    // The whole file: its batches in one request.
+    let (rows, counts) = read(None);
+    assert_eq!(rows, 50_000);
+    let all: u64 = info.batches.iter().map(block).sum();
+    assert_eq!(counts.bytes(), footer + all);
+    assert_eq!(counts.round_trips(), 3);
+    // A dictionary's block is fetched when the file is opened, in a round trip of its own.
+    let path = dir.path().join("d.arrow");
+    let keys = arrow_array::Int32Array::from_iter_values((0..20_000).map(|i| i % 3));
+    let values = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+    let dictionary = arrow_array::Int32DictionaryArray::try_new(keys, values).unwrap();
+    let batch = RecordBatch::try_from_iter([("d", Arc::new(dictionary) as _)]).unwrap();
+    write_ecosystem(&path, Format::Arrow, &batch, 5_000);
+    let range = FragmentRange::Batches { start: 1, end: 3 };
+    let scan = ScanOptions {
+        range: Some(range),
+        ..Default::default()
+    };
+    let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
+    let counts = source.counts();
+    let there = batches(crate::ecosystem::open_source(
+        Arc::new(source),
+        Format::Arrow,
+        &scan,
+    ));
+    let mut options = ReadOptions::default();
+    options.scan.range = Some(range);
+    let here = batches(crate::open(&path, &options));
+    assert_eq!(there.unwrap(), here.unwrap());
+    assert_eq!(counts.round_trips(), 4, "{counts:?}");
 }
 
 #[test]

@@ -33,7 +33,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::{DataType, Field, Schema};
 use arrowsmith::source::{
     register_storage, registered_storage, ByteSource, Counting, CountingObjects, Counts,
-    ObjectSource, ObjectWrite, RemoteEntry, Storage, StorageOptions,
+    ObjectSource, ObjectWrite, RemoteEntry, RemoteOpened, Storage, StorageOptions,
 };
 use arrowsmith::{Format, Projection, ReadOptions, Result, WriteOptions};
 use arrowsmith_store::ObjectStoreStorage;
@@ -129,6 +129,14 @@ impl CountingStorage {
     }
 }
 
+impl CountingStorage {
+    fn counted_prefix(&self, prefix: Arc<dyn ObjectSource>) -> Arc<dyn ObjectSource> {
+        let prefix = CountingObjects::new(SharedPrefix(prefix));
+        self.prefixes.lock().unwrap().push(prefix.counts());
+        Arc::new(prefix)
+    }
+}
+
 impl Storage for CountingStorage {
     fn open_file(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ByteSource>> {
         self.lookups.fetch_add(1, Ordering::Relaxed);
@@ -140,9 +148,23 @@ impl Storage for CountingStorage {
     }
 
     fn open_dir(&self, url: &str, options: &StorageOptions) -> Result<Arc<dyn ObjectSource>> {
-        let prefix = CountingObjects::new(SharedPrefix(self.inner.open_dir(url, options)?));
-        self.prefixes.lock().unwrap().push(prefix.counts());
-        Ok(Arc::new(prefix))
+        Ok(self.counted_prefix(self.inner.open_dir(url, options)?))
+    }
+
+    /// The store's own: a HEAD, and a listing only when there is no object.
+    fn open_entry(&self, url: &str, options: &StorageOptions) -> Result<RemoteOpened> {
+        let opened = self.inner.open_entry(url, options)?;
+        Ok(match opened {
+            RemoteOpened::Object(object) => {
+                self.lookups.fetch_add(1, Ordering::Relaxed);
+                let object = Counting::with_counts(SharedObject(object), Arc::clone(&self.objects));
+                RemoteOpened::Object(Arc::new(object))
+            }
+            RemoteOpened::Prefix(prefix) => {
+                self.lookups.fetch_add(2, Ordering::Relaxed);
+                RemoteOpened::Prefix(self.counted_prefix(prefix))
+            }
+        })
     }
 
     fn stat(&self, url: &str, options: &StorageOptions) -> Result<RemoteEntry> {
@@ -231,7 +253,7 @@ fn as_points(batch: &RecordBatch) -> RecordBatch {
 }
 
 /// Writes the table of `rows` rows as `format` at `path`, cut into enough units (extents,
-/// chunks) for [`FRAGMENTS`] fragments and more.
+/// chunks, row groups, IPC batches) for [`FRAGMENTS`] fragments and more.
 fn write(path: &Path, format: Format, rows: usize) {
     let mut options = WriteOptions {
         format: Some(format),
@@ -244,6 +266,7 @@ fn write(path: &Path, format: Format, rows: usize) {
     let chunk = rows.div_ceil(2 * FRAGMENTS).max(1);
     options.bcolz = options.bcolz.with_chunklen(chunk as u64);
     options.filo = options.filo.with_chunk_size(chunk);
+    options.row_group_size = Some(chunk);
     let shape = |b: RecordBatch| {
         if format == Format::Vs {
             as_points(&b)
@@ -377,6 +400,8 @@ fn main() {
         (Format::Vs, "t.vs", false),
         (Format::Bcolz, "t.bcolz", true),
         (Format::Filo, "t.filo", true),
+        (Format::Parquet, "t.parquet", false),
+        (Format::Arrow, "t.arrow", false),
     ] {
         let local = dir.path().join(name);
         write(&local, format, rows);
