@@ -147,8 +147,11 @@ pub trait ObjectSource: Send + Sync + fmt::Debug {
     fn list(&self, prefix: &str) -> Result<Option<Vec<String>>>;
 }
 
-/// Checks that `range` lies inside a source of `size` bytes at `location`.
-pub(crate) fn check_range(location: &str, size: u64, range: &Range<u64>) -> Result<()> {
+/// Checks that `range` lies inside a source of `size` bytes at `location` (as messages show
+/// it): an error of class `BufferOutOfBounds` naming the location, the range and the size
+/// otherwise. Every [`ByteSource`] checks a range with it before fetching anything, so a range
+/// past the end fails the same way from a local file and from any store.
+pub fn check_range(location: &str, size: u64, range: &Range<u64>) -> Result<()> {
     if range.start > range.end || range.end > size {
         return Err(Error::new(
             ErrorClass::BufferOutOfBounds,

@@ -4,8 +4,8 @@
 use std::ops::Range;
 
 use arrow_buffer::{Buffer, MutableBuffer};
-use arrowsmith::source::ByteSource;
-use arrowsmith::{Error, ErrorClass, Result};
+use arrowsmith::source::{check_range, ByteSource};
+use arrowsmith::{Error, Result};
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -45,21 +45,6 @@ impl RemoteFile {
     /// An object whose size and ETag a listing or a HEAD already gave.
     pub(crate) fn with_meta(target: Target, size: u64, etag: Option<String>) -> RemoteFile {
         RemoteFile { target, size, etag }
-    }
-
-    fn check_range(&self, range: &Range<u64>) -> Result<()> {
-        if range.start > range.end || range.end > self.size {
-            return Err(Error::new(
-                ErrorClass::BufferOutOfBounds,
-                format!(
-                    "bytes {}..{} were asked of an object of {} bytes",
-                    range.start, range.end, self.size
-                ),
-            )
-            .with_file(self.target.shown.as_str())
-            .at_offset(range.start));
-        }
-        Ok(())
     }
 }
 
@@ -108,7 +93,7 @@ impl ByteSource for RemoteFile {
 
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
         for range in ranges {
-            self.check_range(range)?;
+            check_range(self.target.shown.as_str(), self.size, range)?;
         }
         let requests = coalesce(ranges);
         let fetched = if requests.is_empty() {
