@@ -9,8 +9,8 @@
 #      `cargo tree -p arrowsmith-cli --no-default-features`.
 # With --build it also builds that conversion-only CLI in release and fails if the binary,
 # stripped, is over 25 MB (about 5 minutes from clean on two cores; CI runs it); --build-full
-# does the same for the default CLI (with `sql`) against 80 MB, a build of over half an hour
-# there, which CI does not run (docs/performance.md, "Build and binary").
+# does the same for the default CLI (with `sql`) against 80 MB, a build of about 14 minutes
+# there, which CI's budget leaves out (docs/performance.md, "Build and binary").
 #
 #   scripts/release-profile.sh                # the settings
 #   scripts/release-profile.sh --build        # + conversion-only release binary <= 25 MB (CI)
