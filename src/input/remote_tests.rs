@@ -321,6 +321,23 @@ fn batches(reader: Result<Box<dyn RecordBatchReader + Send>>) -> Result<Vec<Reco
         .collect()
 }
 
+/// The batches of the Parquet or Arrow IPC file at `path` read through a counting source
+/// with `scan`, and what the read fetched.
+fn counted_read(
+    path: &Path,
+    format: Format,
+    scan: &ScanOptions,
+) -> (Result<Vec<RecordBatch>>, Arc<crate::source::Counts>) {
+    let source = crate::source::Counting::new(crate::source::LocalFile::open(path).unwrap());
+    let counts = source.counts();
+    let read = batches(crate::ecosystem::open_source(
+        Arc::new(source),
+        format,
+        scan,
+    ));
+    (read, counts)
+}
+
 /// The fixtures of `dir` under data/ whose name ends with `ext`.
 fn fixtures(dir: &str, ext: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(data_dir().join(dir))
@@ -630,14 +647,12 @@ fn a_one_column_projection_of_a_remote_parquet_file_fetches_its_footer_and_that_
     let (ids, hashes) = (column("ids"), column("hashes"));
     let size = path.metadata().unwrap().len();
     assert!(hashes > 1 << 20 && hashes > 4 * ids, "{hashes} {ids}");
-    let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
-    let counts = source.counts();
     let scan = ScanOptions {
         projection: Some(crate::scan::Projection::Names(vec!["ids".to_owned()])),
         ..Default::default()
     };
-    let reader = crate::ecosystem::open_source(Arc::new(source), Format::Parquet, &scan);
-    let read = batches(reader).unwrap();
+    let (read, counts) = counted_read(&path, Format::Parquet, &scan);
+    let read = read.unwrap();
     assert_eq!(
         read.iter().map(RecordBatch::num_rows).sum::<usize>(),
         200_000
@@ -663,8 +678,6 @@ fn a_remote_parquet_row_group_fetches_its_projected_column_chunks_in_one_round_t
     let size = path.metadata().unwrap().len();
     let tail = size.min(64 << 10);
     let read = |range: Option<FragmentRange>, columns: &[&str]| {
-        let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
-        let counts = source.counts();
         let scan = ScanOptions {
             projection: Some(crate::scan::Projection::Names(
                 columns.iter().map(|c| c.to_string()).collect(),
@@ -672,12 +685,8 @@ fn a_remote_parquet_row_group_fetches_its_projected_column_chunks_in_one_round_t
             range,
             ..Default::default()
         };
-        let reader = crate::ecosystem::open_source(Arc::new(source), Format::Parquet, &scan);
-        let rows: usize = batches(reader)
-            .unwrap()
-            .iter()
-            .map(RecordBatch::num_rows)
-            .sum();
+        let (read, counts) = counted_read(&path, Format::Parquet, &scan);
+        let rows: usize = read.unwrap().iter().map(RecordBatch::num_rows).sum();
         (rows, counts)
     };
     // One row group of three columns: the tail (with the footer), then its three chunks.
@@ -720,18 +729,12 @@ fn a_fragment_of_a_remote_arrow_ipc_file_fetches_its_footer_and_its_batches_only
     // Its length and magic, then the footer (with the schema) and them again.
     let footer = 10 + footer_len + 10;
     let read = |range: Option<FragmentRange>| {
-        let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
-        let counts = source.counts();
         let scan = ScanOptions {
             range,
             ..Default::default()
         };
-        let reader = crate::ecosystem::open_source(Arc::new(source), Format::Arrow, &scan);
-        let rows: usize = batches(reader)
-            .unwrap()
-            .iter()
-            .map(RecordBatch::num_rows)
-            .sum();
+        let (read, counts) = counted_read(&path, Format::Arrow, &scan);
+        let rows: usize = read.unwrap().iter().map(RecordBatch::num_rows).sum();
         (rows, counts)
     };
     let block = |b: &crate::ecosystem::ipc::IpcBatch| b.metadata_length + b.body_length;
@@ -764,13 +767,7 @@ fn a_fragment_of_a_remote_arrow_ipc_file_fetches_its_footer_and_its_batches_only
         range: Some(range),
         ..Default::default()
     };
-    let source = crate::source::Counting::new(crate::source::LocalFile::open(&path).unwrap());
-    let counts = source.counts();
-    let there = batches(crate::ecosystem::open_source(
-        Arc::new(source),
-        Format::Arrow,
-        &scan,
-    ));
+    let (there, counts) = counted_read(&path, Format::Arrow, &scan);
     let mut options = ReadOptions::default();
     options.scan.range = Some(range);
     let here = batches(crate::open(&path, &options));
